@@ -1,0 +1,451 @@
+"""Batched multi-head PLGA on (B, H, S, dk) tensors.
+
+The stages follow ``docs/plga-spec.md``:
+
+1. ``D = Q^T Q`` per (batch, head) (:func:`density_operator`);
+2.-3. ``A = Phi(LayerNorm_rows(D))`` (:func:`metric_learner`);
+4.-6. ``A_LM = iSwiGLU(W A + b) + eps``, ``A_P = A_LM ** P``, ``G = a A_P + b_a``
+   (:func:`energy_curvature`);
+7.-8. ``softmax(Q G K^T / sqrt(dk) + causal mask) V`` (:func:`attend`), evaluated as
+   SDPA on ``Q' = Q G`` so the fused kernels do the quadratic work.
+
+Vectorisation: the metric learner acts on the rows of a dk x dk matrix, so all
+(batch, head) matrices are laid out as (H, dk * B, dk) ("row layout") and every
+dense layer is one ``torch.baddbmm`` over the head axis with the per-head
+weights (H, dk, a_dff): no per-batch tiling of weights and no Python loop over
+heads. ``W A`` and ``a A_P`` are likewise one ``bmm`` each on (H, dk, B * dk).
+
+Precision: float64 inputs compute in float64. float32, bfloat16 and float16
+inputs compute ``D``, all LayerNorm statistics, the metric learner and ``G`` in
+float32 (as torch's fused SDPA kernels keep softmax statistics in float32);
+``Q G`` is formed in float32 and enters SDPA either split into two
+input-dtype parts (``precision="compensated"``, the default here: error at
+the level of plain SDPA) or rounded once (``"rounded"``, fastest); see
+:func:`sdpa_qg`. The deductive tensors are returned in the compute dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F  # noqa: N812 (torch convention)
+
+from pyverify.kernels.params import HeadParams
+from pyverify.kernels.validation import (
+    check_finite,
+    check_g,
+    check_qkv,
+    check_tensor,
+    compute_dtype,
+)
+
+__all__ = [
+    "Deductive",
+    "attend",
+    "compute_g",
+    "density_operator",
+    "energy_curvature",
+    "metric_learner",
+    "plga_attention",
+    "rotate_query",
+    "sdpa",
+    "sdpa_qg",
+]
+
+
+@dataclass(frozen=True)
+class Deductive:
+    """Deductive outputs of PLGA, each (B, H, dk, dk) in the compute dtype.
+
+    Attributes
+    ----------
+    A : torch.Tensor or None
+        Metric-learner output (None when ``G`` was supplied).
+    A_LM : torch.Tensor or None
+        Metric tensor ``iSwiGLU(W A + b) + eps`` (None when ``G`` was supplied).
+    A_P : torch.Tensor or None
+        Potential tensor ``A_LM ** P`` (None when ``G`` was supplied).
+    G : torch.Tensor
+        Energy-curvature operator (broadcastable to (B, H, dk, dk)).
+    """
+
+    A: torch.Tensor | None
+    A_LM: torch.Tensor | None
+    A_P: torch.Tensor | None
+    G: torch.Tensor
+
+
+def _to_rows(X: torch.Tensor) -> torch.Tensor:
+    """(B, H, dk, dk) -> contiguous (H, dk, B, dk) "row layout"."""
+    return X.permute(1, 2, 0, 3).contiguous()
+
+
+def _from_rows(X: torch.Tensor) -> torch.Tensor:
+    """(H, dk, B, dk) row layout -> (B, H, dk, dk) view."""
+    return X.permute(2, 0, 1, 3)
+
+
+def _layer_norm_rows(X: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float):
+    """LayerNorm over the last axis of (H, N, dk) with per-head affine (H, dk)."""
+    Y = F.layer_norm(X, (X.shape[-1],), eps=eps)
+    return torch.addcmul(beta[:, None, :], Y, gamma[:, None, :])
+
+
+def density_operator(q: torch.Tensor) -> torch.Tensor:
+    """Return ``D = Q^T Q`` for each (batch, head), in the compute dtype.
+
+    Parameters
+    ----------
+    q : torch.Tensor
+        (B, H, S, dk) rotated queries (all S rows enter: D is global).
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, dk, dk), float64 for float64 input, else float32.
+    """
+    check_tensor(q, "q", shape=("B", "H", "S", "dk"))
+    qc = q.to(compute_dtype(q.dtype))
+    return torch.matmul(qc.transpose(-1, -2), qc)
+
+
+def _metric_learner_rows(X: torch.Tensor, p: HeadParams) -> torch.Tensor:
+    """Run steps 2-3 on row layout (H, N, dk)."""
+    X = _layer_norm_rows(X, p.ln0_gamma, p.ln0_beta, p.ln_eps)
+    for unit in p.reslayers:
+        Y = X
+        for blk in unit.dense:
+            h1 = torch.baddbmm(blk.b1[:, None, :], Y, blk.W1)
+            h2 = torch.baddbmm(blk.b2[:, None, :], Y, blk.W2)
+            Y = torch.baddbmm(blk.b3[:, None, :], F.silu(h1) * h2, blk.W3)
+        X = _layer_norm_rows(X + Y, unit.ln_gamma, unit.ln_beta, p.ln_eps)
+    return X
+
+
+def metric_learner(D: torch.Tensor, params: HeadParams) -> torch.Tensor:
+    """Return ``A = Phi(LayerNorm_rows(D))`` for every (batch, head).
+
+    Parameters
+    ----------
+    D : torch.Tensor
+        (B, H, dk, dk) density operators (float32 or float64).
+    params : HeadParams
+        Parameters of the H heads (converted to ``D``'s dtype/device).
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, dk, dk) metric-learner output, dtype of ``D``.
+    """
+    B, H, dk, _ = D.shape
+    p = params.to(D.device, D.dtype)
+    X = _to_rows(D).view(H, dk * B, dk)
+    return _from_rows(_metric_learner_rows(X, p).view(H, dk, B, dk))
+
+
+def _energy_rows(A_rows: torch.Tensor, p: HeadParams, check: bool):
+    """Run steps 4-6 on row layout (H, dk, B, dk); return (A_LM, A_P, G) in row layout."""
+    H, dk, B, _ = A_rows.shape
+    Z = torch.bmm(p.W, A_rows.view(H, dk, B * dk)).view(H, dk, B, dk) + p.b[:, :, None, :]
+    A_LM = Z * F.silu(Z) + p.metric_eps
+    A_P = torch.pow(A_LM, p.P[:, :, None, :])
+    G = torch.bmm(p.a, A_P.view(H, dk, B * dk)).view(H, dk, B, dk) + p.b_a[:, :, None, :]
+    if check:
+        check_finite(G, "power law A_LM ** P / G = a A_P + b_a")
+    return A_LM, A_P, G
+
+
+def energy_curvature(
+    A: torch.Tensor, params: HeadParams, *, check_finite: bool = True
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Return ``(A_LM, A_P, G)`` from the metric-learner output ``A``.
+
+    Parameters
+    ----------
+    A : torch.Tensor
+        (B, H, dk, dk) metric-learner output (float32 or float64).
+    params : HeadParams
+        Parameters of the H heads.
+    check_finite : bool, default True
+        Raise :class:`~pyverify.kernels.validation.PowerLawOverflowError` if the
+        power law overflowed (one host synchronisation).
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``A_LM``, ``A_P``, ``G``, each (B, H, dk, dk).
+    """
+    p = params.to(A.device, A.dtype)
+    outs = _energy_rows(_to_rows(A), p, check_finite)
+    return tuple(_from_rows(t) for t in outs)  # type: ignore[return-value]
+
+
+def compute_g(q: torch.Tensor, params: HeadParams, *, check_finite: bool = True) -> Deductive:
+    """Run steps 1-6 and return all deductive tensors.
+
+    Parameters
+    ----------
+    q : torch.Tensor
+        (B, H, S, dk) rotated queries.
+    params : HeadParams
+        Parameters of the H heads.
+    check_finite : bool, default True
+        Raise if the power law overflowed.
+
+    Returns
+    -------
+    Deductive
+        ``A``, ``A_LM``, ``A_P``, ``G`` each (B, H, dk, dk) in the compute dtype.
+    """
+    B, H, _, dk = q.shape
+    _check_params(params, H, dk)
+    D = density_operator(q)
+    p = params.to(D.device, D.dtype)
+    A_rows = _metric_learner_rows(_to_rows(D).view(H, dk * B, dk), p).view(H, dk, B, dk)
+    A_LM, A_P, G = _energy_rows(A_rows, p, check_finite)
+    return Deductive(_from_rows(A_rows), _from_rows(A_LM), _from_rows(A_P), _from_rows(G))
+
+
+def sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = True,
+    scale: float | None = None,
+):
+    """Causal SDPA with the mask aligned to the END of the key sequence.
+
+    ``F.scaled_dot_product_attention(is_causal=True)`` aligns the mask top-left,
+    which is only right when ``S_q == S_k``; for decoding (``S_q < S_k``, the
+    queries are the last positions) a bottom-right mask is used instead.
+
+    Parameters
+    ----------
+    q, k, v : torch.Tensor
+        (B, H, S_q, dk), (B, H, S_k, dk), (B, H, S_k, dv).
+    causal : bool, default True
+        Apply the causal mask.
+    scale : float, optional
+        Score scale (default ``1/sqrt(q.shape[-1])``).
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, S_q, dv).
+    """
+    S_q, S_k = q.shape[-2], k.shape[-2]
+    if not causal or S_q == 1:
+        return F.scaled_dot_product_attention(q, k, v, scale=scale)
+    if S_q == S_k:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    i = torch.arange(S_q, device=q.device)[:, None]
+    j = torch.arange(S_k, device=q.device)[None, :]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=j <= i + (S_k - S_q), scale=scale)
+
+
+Precision = Literal["compensated", "rounded"]
+_PRECISIONS = ("compensated", "rounded")
+
+
+def rotate_query(q: torch.Tensor, G: torch.Tensor, *, check: bool | None = None) -> torch.Tensor:
+    """Return ``Q' = Q G`` rounded once to ``q``'s dtype.
+
+    Parameters
+    ----------
+    q : torch.Tensor
+        (B, H, S, dk).
+    G : torch.Tensor
+        4-D, broadcastable to (B, H, dk, dk).
+    check : bool, optional
+        Check ``Q'`` for overflow; default: only for float16 (the one dtype
+        whose range ``Q G`` can plausibly exceed).
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, S, dk) in ``q.dtype``.
+    """
+    if q.dtype in (torch.float64, torch.float32):
+        qg = torch.matmul(q, G.to(q.dtype))
+    else:
+        # bf16/fp16: form Q G in float32, round once.
+        qg = torch.matmul(q.float(), G.float()).to(q.dtype)
+    if check if check is not None else q.dtype == torch.float16:
+        check_finite(qg, "Q G")
+    return qg
+
+
+def sdpa_qg(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    G: torch.Tensor,
+    *,
+    causal: bool = True,
+    precision: Precision = "compensated",
+) -> torch.Tensor:
+    """``softmax(Q G K^T / sqrt(dk) + mask) V`` with one SDPA call (no shape checks).
+
+    float32/float64: SDPA on ``Q G``. bfloat16/float16, two precisions:
+
+    * ``"rounded"``: ``Q G`` is formed in float32 and rounded once to the input
+      dtype. Fastest (same SDPA call as plain attention), but the rounding of
+      ``Q G`` perturbs every score by ~1 ulp of the score, which ``|G|``
+      amplifies: measured 2-10x the error of plain SDPA for random PLGA
+      parameters, more for the trained ``G_LM`` (entries up to ~80).
+    * ``"compensated"``: ``Q G = hi + lo`` with ``hi = round(Q G)``,
+      ``lo = round(Q G - hi)``, and SDPA on ``[hi, lo]`` against ``[K, K]``
+      (head dim 2 dk for queries/keys, explicit ``scale = 1/sqrt(dk)``), so the
+      scores carry ~16 significant bits before the (float32) softmax: the error
+      matches plain SDPA's at the same dtype. Costs twice the ``Q K^T`` work.
+
+    Parameters
+    ----------
+    q, k, v : torch.Tensor
+        (B, H, S_q, dk), (B, H, S_k, dk), (B, H, S_k, dv).
+    G : torch.Tensor
+        4-D, broadcastable to (B, H, dk, dk).
+    causal : bool, default True
+        Causal mask (bottom-right aligned when ``S_q < S_k``).
+    precision : {"compensated", "rounded"}, default "compensated"
+        Only used for bfloat16/float16 (see above).
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, S_q, dv) in ``q``'s dtype.
+    """
+    if precision not in _PRECISIONS:
+        raise ValueError(f"precision must be one of {_PRECISIONS}; got {precision!r}")
+    if q.dtype in (torch.float64, torch.float32) or precision == "rounded":
+        return sdpa(rotate_query(q, G), k, v, causal=causal)
+    dk = q.shape[-1]
+    qg = torch.matmul(q.float(), G.float())
+    hi = qg.to(q.dtype)
+    lo = (qg - hi.float()).to(q.dtype)
+    if q.dtype == torch.float16:
+        check_finite(hi, "Q G")
+    return sdpa(
+        torch.cat((hi, lo), dim=-1),
+        torch.cat((k, k), dim=-1),
+        v,
+        causal=causal,
+        scale=dk**-0.5,
+    )
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    G: torch.Tensor,
+    *,
+    causal: bool = True,
+    precision: Precision = "compensated",
+) -> torch.Tensor:
+    """Compute steps 7-8: ``softmax(Q G K^T / sqrt(dk) + mask) V`` via SDPA on ``Q G``.
+
+    Parameters
+    ----------
+    q, k, v : torch.Tensor
+        (B, H, S_q, dk), (B, H, S_k, dk), (B, H, S_k, dv), rotated.
+    G : torch.Tensor
+        (dk, dk), (H, dk, dk) or (B, H, dk, dk).
+    causal : bool, default True
+        Causal mask (bottom-right aligned when ``S_q < S_k``).
+    precision : {"compensated", "rounded"}, default "compensated"
+        bfloat16/float16 only; see :func:`sdpa_qg`.
+
+    Returns
+    -------
+    torch.Tensor
+        (B, H, S_q, dv) in ``q``'s dtype.
+    """
+    q, k, v = check_qkv(q, k, v, causal=causal)
+    B, H, _, dk = q.shape
+    G4 = check_g(G, "G", B=B, H=H, dk=dk, like=q)
+    return sdpa_qg(q, k, v, G4, causal=causal, precision=precision)
+
+
+def _check_params(params: object, H: int, dk: int) -> None:
+    if not isinstance(params, HeadParams):
+        raise TypeError(
+            "params must be a pyverify.kernels.HeadParams (use kernels.from_reference); "
+            f"got {type(params).__name__}"
+        )
+    if params.num_heads != H or params.dk != dk:
+        raise ValueError(
+            f"params hold H={params.num_heads} heads of dk={params.dk}; q has H={H}, dk={dk}"
+        )
+
+
+def plga_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    params: HeadParams | None,
+    *,
+    causal: bool = True,
+    G: torch.Tensor | None = None,
+    A: torch.Tensor | None = None,
+    return_deductive: bool = False,
+    check_finite: bool = True,
+    precision: Precision = "compensated",
+) -> torch.Tensor | tuple[torch.Tensor, Deductive]:
+    """Batched multi-head PLGA.
+
+    Three ways to get ``G``: recompute it from ``q`` (uncached: steps 1-6);
+    from a stored metric-learner output ``A`` (steps 4-6, the reference's
+    KV-cache); or use a stored ``G`` (G-cached: steps 1-6 skipped).
+
+    Parameters
+    ----------
+    q, k : torch.Tensor
+        (B, H, S_q, dk) and (B, H, S_k, dk), already rotated.
+    v : torch.Tensor
+        (B, H, S_k, dv).
+    params : HeadParams or None
+        Parameters of the H heads (may be None when ``G`` is given).
+    causal : bool, default True
+        Causal mask (bottom-right aligned when ``S_q < S_k``).
+    G : torch.Tensor, optional
+        Cached operator, (dk, dk), (H, dk, dk) or (B, H, dk, dk).
+    A : torch.Tensor, optional
+        Cached metric-learner output (B, H, dk, dk); ignored when ``G`` is given.
+    return_deductive : bool, default False
+        Also return the :class:`Deductive` tensors.
+    check_finite : bool, default True
+        Raise :class:`~pyverify.kernels.validation.PowerLawOverflowError`
+        instead of returning inf/NaN when the power law overflows.
+    precision : {"compensated", "rounded"}, default "compensated"
+        bfloat16/float16 only: how ``Q G`` enters SDPA (see :func:`sdpa_qg`);
+        the default keeps the error at the level of plain SDPA.
+
+    Returns
+    -------
+    torch.Tensor or (torch.Tensor, Deductive)
+        Output (B, H, S_q, dv) in ``q``'s dtype (and the deductive tensors in
+        the compute dtype: float64 for float64 input, else float32).
+    """
+    q, k, v = check_qkv(q, k, v, causal=causal)
+    B, H, _, dk = q.shape
+    if G is not None:
+        G4 = check_g(G, "G", B=B, H=H, dk=dk, like=q)
+        ded = Deductive(None, None, None, G4)
+    else:
+        if params is None:
+            raise ValueError("params is required unless G is given")
+        _check_params(params, H, dk)
+        if A is not None:
+            cdt = compute_dtype(q.dtype)
+            check_tensor(A, "A", shape=(B, H, dk, dk), device=q.device)
+            A_LM, A_P, G4 = energy_curvature(A.to(cdt), params, check_finite=check_finite)
+            ded = Deductive(A, A_LM, A_P, G4)
+        else:
+            ded = compute_g(q, params, check_finite=check_finite)
+            G4 = ded.G
+    out = sdpa_qg(q, k, v, G4, causal=causal, precision=precision)
+    return (out, ded) if return_deductive else out
