@@ -1,0 +1,301 @@
+"""Benchmarks of the optimised kernels (``pyverify bench``).
+
+Each row times "ours" and a baseline in ONE run, interleaved (ours, baseline,
+ours, ...), after warm-up, and reports the ratio of the medians:
+
+* P1: collapsed PLGA (SDPA on ``Q_rot G``) / plain torch SDPA, same shapes
+  (B = 1..8, H = 14, S = 512..4096, dk = 64); target <= 1.10 on CPU fp32,
+  <= 1.05 on GPU bf16.
+* P2: uncached PLGA, ours (:func:`pyverify.kernels.plga_attention`) / the
+  straightforward formulation with weights tiled per batch element
+  (:func:`pyverify.kernels.baseline.plga_attention_baseline`); target <= 0.5.
+* P3: one decode step at context 512, KV+G-cached / full recompute of the
+  513-token sequence (uncached); target <= 1/3.
+
+Timings never enter pass/fail tests; this module only measures.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["format_table", "run_bench", "time_pair"]
+
+# Metric-learner sizes of the paper's PLDR-LLM v51 (A_dff = 170, 8 residual
+# units of 2 SwiGLU blocks), dk = 64, 14 heads.
+_H, _DK, _A_DFF, _N_RES, _N_DENSE = 14, 64, 170, 8, 2
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_pair(
+    ours: Callable[[], Any],
+    baseline: Callable[[], Any],
+    device: torch.device,
+    *,
+    reps: int = 7,
+    warmup: int = 2,
+    max_seconds: float | None = None,
+) -> tuple[float, float]:
+    """Median wall times (ms) of two callables, measured interleaved.
+
+    Parameters
+    ----------
+    ours, baseline : callable
+        Zero-argument functions to time.
+    device : torch.device
+        Synchronised before and after each call on CUDA.
+    reps : int, default 7
+        Timed repetitions of each (interleaved: ours, baseline, ours, ...;
+        the order alternates every repetition to cancel drift).
+    warmup : int, default 2
+        Untimed calls of each first.
+    max_seconds : float, optional
+        Stop after this many seconds of timing (at least 3 repetitions).
+
+    Returns
+    -------
+    tuple of float
+        ``(ours_ms, baseline_ms)`` medians.
+    """
+    with torch.inference_mode():
+        for _ in range(warmup):
+            ours()
+            baseline()
+        _sync(device)
+        t_o, t_b = [], []
+        start = time.perf_counter()
+        for r in range(reps):
+            pair = ((ours, t_o), (baseline, t_b))
+            for fn, acc in pair if r % 2 == 0 else pair[::-1]:
+                _sync(device)
+                t0 = time.perf_counter()
+                fn()
+                _sync(device)
+                acc.append((time.perf_counter() - t0) * 1e3)
+            if max_seconds is not None and r >= 2 and time.perf_counter() - start > max_seconds:
+                break
+    return statistics.median(t_o), statistics.median(t_b)
+
+
+def _row(bench, shape, dtype, device, ours_ms, base_ms, target) -> dict[str, Any]:
+    ratio = ours_ms / base_ms
+    return {
+        "benchmark": bench,
+        "shape": shape,
+        "dtype": str(dtype).replace("torch.", ""),
+        "device": str(device),
+        "ours_ms": round(ours_ms, 4),
+        "baseline_ms": round(base_ms, 4),
+        "ratio": round(ratio, 4),
+        "target": round(target, 4),
+        "meets_target": bool(ratio <= target),
+    }
+
+
+def _head_params(device, dtype, seed=0):
+    from pyverify.kernels.params import from_reference
+    from pyverify.reference import PLGAParams
+
+    heads = [PLGAParams.random(_DK, _A_DFF, _N_RES, _N_DENSE, seed=seed + h) for h in range(_H)]
+    return from_reference(heads, device, dtype)
+
+
+def _bench_p1(device, dtype, shapes, reps, progress, rows):
+    import torch.nn.functional as F  # noqa: N812
+
+    from pyverify.kernels.collapsed import collapsed_attention
+
+    target = 1.10 if device.type == "cpu" else 1.05
+    g = torch.Generator(device="cpu").manual_seed(1)
+    G = (torch.eye(_DK) + 0.1 * torch.randn(_H, _DK, _DK, generator=g)).to(device, dtype)
+    for B, S in shapes:
+        q, k, v = (torch.randn(B, _H, S, _DK, generator=g).to(device, dtype) for _ in range(3))
+        o, b = time_pair(
+            lambda q=q, k=k, v=v: collapsed_attention(q, k, v, G),
+            lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            device,
+            reps=reps,
+            max_seconds=20,
+        )
+        rows.append(_row("P1 collapsed/SDPA", [B, _H, S, _DK], dtype, device, o, b, target))
+        progress(_fmt_row(rows[-1]))
+
+
+def _bench_p2(device, dtype, shapes, reps, progress, rows):
+    from pyverify.kernels.baseline import plga_attention_baseline
+    from pyverify.kernels.head import plga_attention
+
+    params = _head_params(device, dtype)
+    g = torch.Generator(device="cpu").manual_seed(2)
+    for B, S in shapes:
+        q, k, v = (
+            (torch.randn(B, _H, S, _DK, generator=g) / _DK**0.5).to(device, dtype) for _ in range(3)
+        )
+        o, b = time_pair(
+            lambda q=q, k=k, v=v: plga_attention(q, k, v, params),
+            lambda q=q, k=k, v=v: plga_attention_baseline(q, k, v, params),
+            device,
+            reps=reps,
+            max_seconds=30,
+        )
+        rows.append(_row("P2 uncached ours/tiled", [B, _H, S, _DK], dtype, device, o, b, 0.5))
+        progress(_fmt_row(rows[-1]))
+
+
+def _bench_p3(device, dtype, configs, reps, progress, rows):
+    from pyverify.kernels.model import from_reference
+    from pyverify.reference.model import DecoderParams
+
+    for B, ctx, layers in configs:
+        ref = DecoderParams.random(
+            vocab=1000,
+            d_model=_H * _DK,
+            num_heads=_H,
+            num_layers=layers,
+            dff=2048,
+            a_dff=_A_DFF,
+            num_reslayer=_N_RES,
+            num_dense=_N_DENSE,
+            seed=3,
+        )
+        model = from_reference(ref, device, dtype)
+        rng = np.random.default_rng(3)
+        toks = torch.as_tensor(rng.integers(0, 1000, (B, ctx + 1)), device=device)
+        with torch.inference_mode():
+            _, cache = model.prefill(toks[:, :ctx])
+        k0 = [(lc.k, lc.v) for lc in cache.layers]
+
+        def step(cache=cache, k0=k0, toks=toks, model=model, ctx=ctx):
+            for lc, (k, v) in zip(cache.layers, k0, strict=True):
+                lc.k, lc.v = k, v  # reset to context length ctx
+            cache.length = ctx
+            return model.decode_step(toks[:, ctx], cache, use_g_cache=True)
+
+        o, b = time_pair(
+            step,
+            lambda toks=toks, model=model: model.forward(toks),
+            device,
+            reps=reps,
+            max_seconds=30,
+        )
+        shape = {"B": B, "context": ctx, "layers": layers, "H": _H, "dk": _DK}
+        rows.append(_row("P3 decode KV+G/full", shape, dtype, device, o, b, 1 / 3))
+        progress(_fmt_row(rows[-1]))
+
+
+def _fmt_row(r: dict[str, Any]) -> str:
+    shape = r["shape"]
+    if isinstance(shape, dict):
+        shape = "x".join(f"{k}={v}" for k, v in shape.items())
+    else:
+        shape = "x".join(str(s) for s in shape)
+    ok = "yes" if r["meets_target"] else "NO"
+    return (
+        f"{r['benchmark']:<24} {shape:<36} {r['dtype']:<9} {r['device']:<6} "
+        f"{r['ours_ms']:>10.2f} {r['baseline_ms']:>11.2f} {r['ratio']:>7.3f} "
+        f"{r['target']:>7.3f}  {ok}"
+    )
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """Format the rows of :func:`run_bench`'s result as a text table.
+
+    Parameters
+    ----------
+    result : dict
+        As returned by :func:`run_bench`.
+
+    Returns
+    -------
+    str
+        One line per row, with a header.
+    """
+    head = (
+        f"{'benchmark':<24} {'shape':<36} {'dtype':<9} {'device':<6} "
+        f"{'ours_ms':>10} {'baseline_ms':>11} {'ratio':>7} {'target':>7}  meets"
+    )
+    lines = [head, "-" * len(head)]
+    lines += [_fmt_row(r) for r in result["rows"]]
+    return "\n".join(lines)
+
+
+def run_bench(
+    device: str = "cpu",
+    quick: bool = False,
+    out_json: pathlib.Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run benchmarks P1-P3 and return (and optionally save) the results.
+
+    Parameters
+    ----------
+    device : str, default "cpu"
+        Torch device ("cpu", "cuda", "cuda:0").
+    quick : bool, default False
+        A small subset of shapes (about a minute on 2 CPU cores).
+    out_json : pathlib.Path, optional
+        Write the result there as JSON.
+    progress : callable, optional
+        Called with a line of text per finished row.
+
+    Returns
+    -------
+    dict
+        ``{"meta": {...}, "rows": [{benchmark, shape, dtype, device, ours_ms,
+        baseline_ms, ratio, target, meets_target}, ...]}`` (JSON-serialisable).
+    """
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} requested but CUDA is not available")
+    say = progress or (lambda _s: None)
+    rows: list[dict[str, Any]] = []
+    p1_dtype = torch.float32 if dev.type == "cpu" else torch.bfloat16
+    if quick:
+        p1 = [(1, 512), (2, 1024)]
+        p2 = [(1, 512), (2, 512)]
+        p3 = [(1, 512, 2)]
+        reps = 5
+    else:
+        p1 = [(1, 512), (4, 512), (8, 512), (1, 1024), (4, 1024), (1, 2048), (2, 2048), (1, 4096)]
+        p2 = [(1, 512), (4, 512), (1, 1024), (4, 1024), (1, 2048)]
+        p3 = [(1, 512, 2), (4, 512, 2)]
+        reps = 9
+        if dev.type == "cuda":
+            p1 += [(8, 1024), (8, 2048), (4, 4096), (8, 4096)]
+    say("benchmark | shape | dtype | device | ours_ms | baseline_ms | ratio | target | meets")
+    _bench_p1(dev, p1_dtype, p1, reps, say, rows)
+    if dev.type == "cuda":
+        _bench_p1(dev, torch.float32, p1[:2], reps, say, rows)
+    _bench_p2(dev, torch.float32, p2, reps, say, rows)
+    _bench_p3(dev, torch.float32, p3, reps, say, rows)
+    result = {
+        "meta": {
+            "torch": torch.__version__,
+            "device": str(dev),
+            "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+            "threads": torch.get_num_threads(),
+            "platform": platform.platform(),
+            "quick": quick,
+            "reps": reps,
+            "method": "median of interleaved repetitions after warm-up",
+        },
+        "rows": rows,
+    }
+    if out_json is not None:
+        out_json = pathlib.Path(out_json)
+        out_json.parent.mkdir(parents=True, exist_ok=True)
+        out_json.write_text(json.dumps(result, indent=2))
+    return result

@@ -1,0 +1,45 @@
+"""Shared helpers for the kernel tests (imported as ``kernel_helpers``)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import torch
+
+from pyverify.kernels import from_reference
+from pyverify.reference import PLGAParams
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DATA_DIR = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+G_LM_FILE = DATA_DIR / "pldr_v51_110m_1_G_LM.npz"
+
+
+def rel_err(x: torch.Tensor | np.ndarray, y: torch.Tensor | np.ndarray) -> float:
+    """Norm-wise relative error max|x - y| / max|y| (in float64)."""
+    xa = x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    ya = y.detach().cpu().double().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    return float(np.max(np.abs(xa - ya)) / np.max(np.abs(ya)))
+
+
+def make_heads(H: int = 3, dk: int = 8, a_dff: int = 12, seed: int = 0) -> list[PLGAParams]:
+    return [PLGAParams.random(dk=dk, a_dff=a_dff, num_reslayer=2, num_dense=2, seed=seed + h)
+            for h in range(H)]  # fmt: skip
+
+
+def make_qkv(B: int, H: int, S: int, dk: int, dv: int | None = None, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    dv = dk if dv is None else dv
+    return (
+        rng.normal(size=(B, H, S, dk)),
+        rng.normal(size=(B, H, S, dk)),
+        rng.normal(size=(B, H, S, dv)),
+    )
+
+
+def load_g_lm() -> np.ndarray:
+    assert G_LM_FILE.exists(), f"trained G_LM missing: {G_LM_FILE} (must be present in CI)"
+    return np.load(G_LM_FILE)["G_LM"]
+
+
+__all__ = ["DEVICES", "from_reference", "load_g_lm", "make_heads", "make_qkv", "rel_err"]
