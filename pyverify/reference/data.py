@@ -170,18 +170,20 @@ def load_g_lm(
     """
     path = data_file(name, data_dir)
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not hasattr(npz, "files"):
-                raise DataFileFormatError(f"{path}: not an .npz archive (a bare .npy array?)")
-            if "G_LM" not in npz.files:
-                raise DataFileFormatError(
-                    f"{path}: no array 'G_LM' in the archive (found: {npz.files})"
-                )
-            arr = npz["G_LM"]
-    except DataFileFormatError:
-        raise
+        loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise DataFileFormatError(f"{path}: cannot read as .npz ({exc})") from exc
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise DataFileFormatError(f"{path}: not an .npz archive (a bare .npy array?)")
+    with loaded as npz:
+        if "G_LM" not in npz.files:
+            raise DataFileFormatError(
+                f"{path}: no array 'G_LM' in the archive (found: {npz.files})"
+            )
+        try:
+            arr = npz["G_LM"]
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise DataFileFormatError(f"{path}: cannot read G_LM ({exc})") from exc
     if arr.dtype.kind != "f":
         raise DataFileFormatError(f"{path}: G_LM must be a real floating array; got {arr.dtype}")
     if arr.ndim != 4 or arr.shape[2] != arr.shape[3]:

@@ -429,7 +429,8 @@ def masked_softmax(E: ArrayLike, mask: ArrayLike | None = None) -> Array:
         rows = np.flatnonzero(empty).tolist()
         raise ValueError(f"mask allows no key for query rows {rows}: softmax undefined")
     row_max = np.max(np.where(m, E, -np.inf), axis=-1, keepdims=True)
-    ex = np.where(m, np.exp(np.where(m, E - row_max, 0.0)), 0.0)
+    with np.errstate(over="ignore", under="ignore"):  # E - max may round to -inf: exp -> 0
+        ex = np.where(m, np.exp(np.where(m, E - row_max, 0.0)), 0.0)
     return ex / ex.sum(axis=-1, keepdims=True)
 
 

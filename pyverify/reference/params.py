@@ -274,6 +274,11 @@ class PLGAParams:
             if np.ndim(self.W) != 2:
                 raise ValueError(f"params.W must have shape (dk, dk); got {np.shape(self.W)}")
             dk = int(np.shape(self.W)[0])
+        if np.shape(self.W) != (dk, dk):
+            raise ValueError(
+                f"params.W must have shape (dk, dk) = ({dk}, {dk}) to match the inputs' dk; "
+                f"got {np.shape(self.W)}"
+            )
         if not isinstance(self.reslayers, list | tuple):
             raise TypeError(f"params.reslayers must be a list; got {type(self.reslayers).__name__}")
         units = []
