@@ -237,6 +237,7 @@ def run_bench(
     quick: bool = False,
     out_json: pathlib.Path | None = None,
     progress: Callable[[str], None] | None = None,
+    num_threads: int | None = None,
 ) -> dict[str, Any]:
     """Run benchmarks P1-P3 and return (and optionally save) the results.
 
@@ -250,6 +251,11 @@ def run_bench(
         Write the result there as JSON.
     progress : callable, optional
         Called with a line of text per finished row.
+    num_threads : int, optional
+        CPU threads for the run (``torch.set_num_threads``; restored after).
+        On a machine shared with other jobs, 1 thread gives steadier numbers:
+        an oversubscribed OpenMP pool can add a scheduler quantum (~10 ms) to
+        every parallel op.
 
     Returns
     -------
@@ -261,6 +267,16 @@ def run_bench(
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} requested but CUDA is not available")
     say = progress or (lambda _s: None)
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        return _run(dev, quick, out_json, say)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _run(dev, quick, out_json, say) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     p1_dtype = torch.float32 if dev.type == "cpu" else torch.bfloat16
     if quick:
