@@ -1,0 +1,1 @@
+"""The Lean bridge: toolchain set-up, build and audit, theorem manifest."""

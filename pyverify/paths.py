@@ -1,0 +1,29 @@
+"""Where the project's folders are: the repository root, ``lean/``, ``reports/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """Return the repository root.
+
+    The first of ``start`` (default: the working directory) and its parents
+    that holds ``lean/lakefile.toml``; failing that, the folder above the
+    installed ``pyverify`` package (an editable install).
+
+    Raises
+    ------
+    FileNotFoundError
+        When neither holds the Lean package.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "lean" / "lakefile.toml").is_file():
+            return folder
+    beside = Path(__file__).resolve().parent.parent
+    if (beside / "lean" / "lakefile.toml").is_file():
+        return beside
+    raise FileNotFoundError(
+        f"no pyverify checkout found at or above {here} (looked for lean/lakefile.toml)"
+    )

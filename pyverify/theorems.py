@@ -1,0 +1,46 @@
+"""The theorem IDs of ``plga-spec.md``: the one Python list of them.
+
+Each ID names a Lean declaration (its docstring starts with ``[ID]``), the
+property tests that check it (``@pytest.mark.theorem("ID")``) and a report row.
+"""
+
+from __future__ import annotations
+
+THEOREM_IDS: tuple[str, ...] = (
+    "sdpa_special_case",
+    "cache_equivalence",
+    "collapse_absorption",
+    "rope_group",
+    "rope_commutant_char",
+    "rope_relative_position",
+    "metric_positivity",
+    "dag_floor",
+    "prefix_consistency",
+    "softmax_shift",
+)
+
+SUMMARIES: dict[str, str] = {
+    "sdpa_special_case": "G = I gives exactly the SDPA scores, attention rows and outputs.",
+    "cache_equivalence": "An invariant G makes the cached layer (and stack) equal the recomputing one.",
+    "collapse_absorption": "A constant G* is absorbed into the affine query projection.",
+    "rope_group": "rot is a homomorphism into SO(2); likewise the block-diagonal R_n.",
+    "rope_commutant_char": "The RoPE commutant is block diagonal with blocks in span{I, J}: dim dk.",
+    "rope_relative_position": "G commutes with all R_n iff scores depend only on n - m.",
+    "metric_positivity": "iSwiGLU >= 0, A_LM > 0 and A_P > 0 entrywise.",
+    "dag_floor": "tr(exp(A_LM o A_LM)) - d >= d eps^2 > 0: no exact acyclicity.",
+    "prefix_consistency": "Causal SDPA and constant-G PLGA are prefix consistent; Gram-G PLGA is not.",
+    "softmax_shift": "Softmax is invariant under adding one constant to a row.",
+}
+
+
+def check_theorem_id(theorem_id: str) -> str:
+    """Return ``theorem_id`` if it is a known ID.
+
+    Raises
+    ------
+    ValueError
+        If the ID is not one of :data:`THEOREM_IDS`.
+    """
+    if theorem_id not in THEOREM_IDS:
+        raise ValueError(f"unknown theorem ID {theorem_id!r}; known: {', '.join(THEOREM_IDS)}")
+    return theorem_id

@@ -1,0 +1,53 @@
+from pathlib import Path
+
+import pytest
+
+from pyverify.lean.patch import MARKER, PatchError, is_patched, patch_file, patch_text
+
+ORIG = (
+    "var a=1;var __dlsym_catchup_js=(h,symbolIndex)=>{var symDict=x;"
+    "var symName=Object.keys(symDict)[symbolIndex];return symName};"
+    "var __dlsym_js=(h,symbol)=>{var lib=y;var newSymIndex;"
+    "newSymIndex=Object.keys(lib.exports).indexOf(symbol);return newSymIndex};"
+)
+
+
+def test_patch_text_replaces_both_lookups_once():
+    out = patch_text(ORIG)
+    assert out.startswith(MARKER)
+    assert "Object.keys(lib.exports).indexOf" not in out
+    assert "Object.keys(symDict)[symbolIndex]" not in out
+    assert "__pvIndex(lib.exports,symbol)" in out and "__pvKeyAt(symDict,symbolIndex)" in out
+
+
+def test_patched_lookups_behave_like_the_originals(tmp_path: Path):
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is needed for this test (it ships with npm)")
+    js = patch_text(ORIG) + (
+        "var o={a:1,b:2,c:3};"
+        "console.log([__pvIndex(o,'b'),__pvIndex(o,'zz'),__pvKeyAt(o,2),"
+        "Object.keys(o).indexOf('b'),Object.keys(o).indexOf('zz'),Object.keys(o)[2]].join(','));"
+    )
+    (tmp_path / "t.js").write_text(js)
+    out = subprocess.run([node, str(tmp_path / "t.js")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1,-1,c,1,-1,c"
+
+
+def test_patch_refuses_unexpected_text():
+    with pytest.raises(PatchError, match="expected one occurrence"):
+        patch_text(ORIG + ORIG)
+    with pytest.raises(PatchError):
+        patch_text("nothing to patch")
+
+
+def test_patch_file_checks_checksum(tmp_path: Path):
+    src = tmp_path / "lean.js"
+    src.write_text(ORIG)
+    with pytest.raises(PatchError, match="refusing to patch"):
+        patch_file(src, tmp_path / "out.js")
+    assert not (tmp_path / "out.js").exists()
+    assert not is_patched(src)

