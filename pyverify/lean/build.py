@@ -155,13 +155,16 @@ def build_wasm(
     prefix = os.path.relpath(project, Path.cwd()) if project.is_absolute() else str(project)
     prefix = "" if prefix == "." else prefix
 
+    # Forbidden words fail a module, but it is still compiled so that Lean's own
+    # diagnostics (errors, the `sorry` warning) are reported beside the audit's.
+    scans = {
+        name: scan_source(_display(prefix, modules[name].rel), modules[name].source)
+        for name in order
+    }
     results: dict[str, ModuleResult] = {}
     for name in order:
         mod = modules[name]
-        findings = scan_source(_display(prefix, mod.rel), mod.source)
-        if findings:
-            results[name] = ModuleResult(name, mod.rel, "failed", findings=findings)
-            _remove_outputs(build, mod.rel)
+        if scans[name]:
             continue
         key_file = build / (mod.rel[: -len(".lean")] + ".key")
         olean = build / (mod.rel[: -len(".lean")] + ".olean")
@@ -214,9 +217,11 @@ def build_wasm(
                 mod = modules[name]
                 diagnostics, findings, seconds = fut.result()
                 diagnostics = [replace(d, file=_display(prefix, d.file)) for d in diagnostics]
-                findings = [
+                findings = scans[name] + [
                     Finding(_display(prefix, f.file), f.line, f.col, f.reason) for f in findings
                 ]
+                if scans[name]:
+                    _remove_outputs(build, mod.rel)
                 status = "failed" if findings else "built"
                 results[name] = ModuleResult(name, mod.rel, status, seconds, diagnostics, findings)
                 done_count += 1

@@ -1,0 +1,126 @@
+"""End-to-end negative controls through the real Lean toolchain.
+
+These compile real files (about 15-40 s per ``lean`` call on the embedded
+WebAssembly toolchain, two at a time). They never skip: the toolchain is
+installed by the ``toolchain`` fixture when missing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from pyverify.lean.build import build
+from pyverify.lean.manifest import manifest
+from pyverify.lean.toolchain import Toolchain, find_toolchain
+
+pytestmark = pytest.mark.lean
+
+GOOD = """module
+
+public section
+namespace Pldr.Good
+
+/-- Doubling, exposed so importers may unfold it. -/
+@[expose] def double (n : Nat) : Nat := n + n
+
+/-- [softmax_shift] a stand-in statement (the word sorry in a comment is harmless). -/
+theorem double_eq (n : Nat) : double n = 2 * n := by unfold double; omega
+
+end Pldr.Good
+end
+"""
+
+USES = """module
+
+public import Pldr.Good
+
+public section
+
+/-- [sdpa_special_case] a theorem about an imported definition. -/
+theorem Pldr.double_add (a b : Nat) :
+    Pldr.Good.double (a + b) = Pldr.Good.double a + Pldr.Good.double b := by
+  unfold Pldr.Good.double; omega
+
+end
+"""
+
+FALSE = "module\n\npublic section\n\ntheorem wrong : 1 + 1 = 3 := by decide\n\nend\n"
+SORRY = "module\n\npublic section\n\ntheorem unproved (n : Nat) : n = n + 0 := by sorry\n\nend\n"
+AXIOM = (
+    "module\n\npublic section\n\naxiom cheat : 1 = 2\n\n"
+    "theorem from_cheat : 1 = 2 := cheat\n\nend\n"
+)
+
+
+def make_package(root: Path, files: dict[str, str]) -> Path:
+    (root / "lakefile.toml").write_text('name = "Pldr"\n')
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    imports = "".join(f"public import {rel[:-5].replace('/', '.')}\n" for rel in files)
+    (root / "Pldr.lean").write_text("module\n\n" + imports)
+    return root
+
+
+@pytest.fixture(scope="session")
+def toolchain() -> Toolchain:
+    return find_toolchain("auto", progress=print)
+
+
+def test_negative_controls_fail_naming_file_and_reason(toolchain: Toolchain, tmp_path: Path):
+    project = make_package(
+        tmp_path,
+        {
+            "Pldr/Good.lean": GOOD,
+            "Pldr/False.lean": FALSE,
+            "Pldr/Sorry.lean": SORRY,
+            "Pldr/Axiom.lean": AXIOM,
+        },
+    )
+    result = build(project, toolchain, progress=print)
+    assert not result.ok
+    status = {m.name: m.status for m in result.modules}
+    assert status == {
+        "Pldr.Good": "built",
+        "Pldr.False": "failed",
+        "Pldr.Sorry": "failed",
+        "Pldr.Axiom": "failed",
+        "Pldr": "skipped",
+    }
+    messages = [f.format() for f in result.all_findings()]
+    text = "\n".join(messages)
+    assert any("Pldr/False.lean:5:" in m and ": error:" in m for m in messages), text
+    # the sorry is caught twice: by the source audit and by Lean's own warning
+    assert any("Pldr/Sorry.lean:5:" in m and "audit: uses `sorry`" in m for m in messages), text
+    assert any("Pldr/Sorry.lean:5:" in m and "declaration uses `sorry`" in m for m in messages)
+    assert any("Pldr/Axiom.lean:5:" in m and "audit: uses `axiom`" in m for m in messages), text
+    assert not any("Pldr/Good.lean" in m for m in messages), text
+
+
+def test_clean_package_builds_caches_and_lists_theorems(toolchain: Toolchain, tmp_path: Path):
+    project = make_package(tmp_path, {"Pldr/Good.lean": GOOD, "Pldr/Uses.lean": USES})
+    first = build(project, toolchain, progress=print)
+    assert first.ok, [f.format() for f in first.all_findings()]
+    assert {m.status for m in first.modules} == {"built"}
+
+    start = time.monotonic()
+    again = build(project, toolchain)
+    assert again.ok and {m.status for m in again.modules} == {"cached"}
+    assert time.monotonic() - start < 5.0  # the issue's bound for a no-op rebuild
+
+    data = manifest(project, toolchain)
+    rows = {t["name"]: t for t in data["theorems"]}
+    assert rows["Pldr.Good.double_eq"]["theorem_id"] == "softmax_shift"
+    assert rows["Pldr.Good.double_eq"]["statement"] == "∀ (n : Nat), Pldr.Good.double n = 2 * n"
+    assert rows["Pldr.double_add"]["statement"].startswith(
+        "∀ (a b : Nat), Pldr.Good.double (a + b)"
+    )
+
+    # editing a dependency rebuilds it and its importers, nothing else
+    (project / "Pldr" / "Good.lean").write_text(GOOD.replace("Doubling,", "Doubling (edited),"))
+    third = build(project, toolchain)
+    assert third.ok and {m.status for m in third.modules} == {"built"}
