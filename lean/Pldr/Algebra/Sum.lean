@@ -12,7 +12,8 @@ and a suffix (used for causal prefixes), and regrouping a sum over `Fin (2 * k)`
 planes `(2p, 2p+1)` (used for block-diagonal RoPE), and a constant sum is `n * c`. A second group of lemmas needs an
 ordered ring: sums of nonnegative terms are nonnegative, and sums are monotone.
 
-The notation `∑ i, f i` stands for `Pldr.finSum (fun i => f i)`.
+(No `∑` notation is exported: custom notation cannot cross module boundaries in the
+WebAssembly Lean build this project uses, so sums are written `finSum fun i => f i`.)
 
 Everything here is proved from the ring axioms of `Lean.Grind.CommRing` (and of
 `Lean.Grind.OrderedRing` for the order lemmas); there are no unproved assumptions.
@@ -34,12 +35,6 @@ plus the last term. -/
 @[expose] def finSum [Lean.Grind.CommRing α] : {n : Nat} → (Fin n → α) → α
   | 0, _ => 0
   | _ + 1, f => finSum (fun i => f i.castSucc) + f (Fin.last _)
-
-/-- `∑ i, f i` is `Pldr.finSum (fun i => f i)`. -/
-syntax (name := finSumNotation) "∑ " ident ", " term:67 : term
-
-macro_rules (kind := finSumNotation)
-  | `(∑ $x:ident, $b) => `(Pldr.finSum (fun $x => $b))
 
 section CommRing
 
