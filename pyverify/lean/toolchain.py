@@ -14,6 +14,7 @@ Two kinds are supported:
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
 import os
@@ -361,7 +362,9 @@ def _lean_files_ok(folder: Path) -> bool:
 SMOKE_TEST = "theorem pyverify_smoke (n : Nat) : n + 0 = n := by omega\n"
 
 
-def setup(home: Path | None = None, progress: Progress | None = None) -> WasmToolchain:
+def setup(
+    home: Path | None = None, progress: Progress | None = None, *, only_if_missing: bool = False
+) -> WasmToolchain:
     """Install (or repair) the embedded WebAssembly toolchain; idempotent.
 
     Each step checks its own output (integrity, checksums, a completion
@@ -375,6 +378,8 @@ def setup(home: Path | None = None, progress: Progress | None = None) -> WasmToo
         The cache directory (default :func:`default_home`).
     progress
         Called with one line per step.
+    only_if_missing
+        Return an intact installation as it is, without re-verifying it.
 
     Raises
     ------
@@ -389,6 +394,17 @@ def setup(home: Path | None = None, progress: Progress | None = None) -> WasmToo
             f"{platform.machine()}); install a native toolchain with elan and put lake on PATH"
         )
     home.mkdir(parents=True, exist_ok=True)
+    with (home / ".lock").open("w") as lock:
+        # One installer at a time (parallel test workers may all ask for it).
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if only_if_missing:
+            ready = installed_wasm(home)
+            if ready is not None:
+                return ready
+        return _setup_locked(home, progress)
+
+
+def _setup_locked(home: Path, progress: Progress | None) -> WasmToolchain:
     (home / STAMP).unlink(missing_ok=True)
     downloads = home / "downloads"
     downloads.mkdir(exist_ok=True)
@@ -503,5 +519,5 @@ def find_toolchain(
     tc = installed_wasm(home)
     if tc is None:
         _say(progress, "the embedded Lean toolchain is not installed (or damaged): installing")
-        tc = setup(home, progress)
+        tc = setup(home, progress, only_if_missing=True)
     return tc
