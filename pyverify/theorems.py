@@ -21,14 +21,14 @@ THEOREM_IDS: tuple[str, ...] = (
 
 SUMMARIES: dict[str, str] = {
     "sdpa_special_case": "G = I gives exactly the SDPA scores, attention rows and outputs.",
-    "cache_equivalence": "An invariant G makes the cached layer (and stack) equal the recomputing one.",
+    "cache_equivalence": "An invariant G makes cached layers and stacks equal recomputing ones.",
     "collapse_absorption": "A constant G* is absorbed into the affine query projection.",
     "rope_group": "rot is a homomorphism into SO(2); likewise the block-diagonal R_n.",
-    "rope_commutant_char": "The RoPE commutant is block diagonal with blocks in span{I, J}: dim dk.",
+    "rope_commutant_char": "The RoPE commutant is block diagonal, blocks in span{I, J}: dim dk.",
     "rope_relative_position": "G commutes with all R_n iff scores depend only on n - m.",
     "metric_positivity": "iSwiGLU >= 0, A_LM > 0 and A_P > 0 entrywise.",
     "dag_floor": "tr(exp(A_LM o A_LM)) - d >= d eps^2 > 0: no exact acyclicity.",
-    "prefix_consistency": "Causal SDPA and constant-G PLGA are prefix consistent; Gram-G PLGA is not.",
+    "prefix_consistency": "Causal SDPA and constant-G PLGA are prefix consistent; Gram-G PLGA not.",
     "softmax_shift": "Softmax is invariant under adding one constant to a row.",
 }
 
