@@ -282,8 +282,7 @@ def build_native(
             f"import {lib}\n" + "".join(f"#print axioms {n}\n" for n in names)
         )
         say(f"#print axioms on {len(names)} theorems ...")
-        out = tc_run_lake_env(tc, project, gen / "Axioms.lean")
-        used = parse_print_axioms(out)
+        used = parse_print_axioms(tc.lake_env_lean(project, [str(gen / "Axioms.lean")]).output)
         for name in names:
             if name not in used:
                 findings.append(
@@ -295,20 +294,6 @@ def build_native(
         if any(f.file == r.rel for f in findings) or r.findings:
             r.status = "failed"
     return BuildResult(tc.version(), results, time.monotonic() - t0, findings)
-
-
-def tc_run_lake_env(tc: NativeToolchain, project: Path, file: Path) -> str:
-    """Run ``lake env lean FILE`` in ``project`` and return its output."""
-    import subprocess
-
-    proc = subprocess.run(
-        [tc.lake, "env", tc.lean, str(file)],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.stdout + proc.stderr
 
 
 def build(

@@ -148,22 +148,13 @@ def statements(
         run = tc.run_lean(["--json", rel], cwd=workdir, lean_path=lean_path)
         output = run.output
     elif isinstance(tc, NativeToolchain):
-        import subprocess
-
         gen = project / ".lake" / "pyverify"
         gen.mkdir(parents=True, exist_ok=True)
         cache = gen / f"manifest-{digest}.json"
         if cache.exists():
             return json.loads(cache.read_text())
         (gen / "Manifest.lean").write_text(gen_text)
-        proc = subprocess.run(
-            [tc.lake, "env", tc.lean, "--json", str(gen / "Manifest.lean")],
-            cwd=project,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        output = proc.stdout
+        output = tc.lake_env_lean(project, ["--json", str(gen / "Manifest.lean")]).output
     else:
         raise TypeError(f"unsupported toolchain {tc!r}")
     diagnostics, _ = parse_json_output(output)

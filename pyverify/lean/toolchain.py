@@ -129,12 +129,33 @@ class LeanRun:
     output: str
 
 
+def run_process(
+    cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 3600.0
+) -> LeanRun:
+    """Run ``cmd`` with stdout and stderr merged; tool failures become :class:`ToolchainError`."""
+    try:
+        proc = subprocess.run(
+            list(cmd),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ToolchainError(f"{cmd[0]} timed out after {timeout:.0f} s ({cmd[-1]})") from exc
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {cmd[0]}: {exc}; run `pyverify lean setup`") from exc
+    return LeanRun(proc.returncode, proc.stdout)
+
+
 class Toolchain:
     """A way to run ``lean`` on one file (see :class:`WasmToolchain`, :class:`NativeToolchain`)."""
 
     kind: str = "abstract"
-    #: Whether every path Lean touches must lie under /tmp or /home.
-    needs_visible_paths: bool = False
 
     def version(self) -> str:
         """Return a one-line description of the Lean version."""
@@ -159,7 +180,6 @@ class WasmToolchain(Toolchain):
     """The embedded WebAssembly Lean run by a pinned Node 26."""
 
     kind = "wasm"
-    needs_visible_paths = True
 
     def __init__(self, home: Path) -> None:
         self.home = home
@@ -182,25 +202,7 @@ class WasmToolchain(Toolchain):
         check_visible(cwd, "working directory")
         env = dict(os.environ)
         env["LEAN_PATH"] = os.pathsep.join(str(p) for p in [self.lib, *lean_path])
-        try:
-            proc = subprocess.run(
-                [str(self.node), str(self.lean_js), *args],
-                cwd=cwd,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ToolchainError(f"lean timed out after {timeout:.0f} s on {args[-1]}") from exc
-        except OSError as exc:
-            raise ToolchainError(
-                f"cannot run {self.node}: {exc}; run `pyverify lean setup`"
-            ) from exc
-        return LeanRun(proc.returncode, proc.stdout)
+        return run_process([str(self.node), str(self.lean_js), *args], cwd, env, timeout)
 
     def max_jobs(self) -> int:
         """One job per core, and no more than memory allows (~3.6 GB each)."""
@@ -242,32 +244,15 @@ class NativeToolchain(Toolchain):
         env = dict(os.environ)
         extra = os.pathsep.join(str(p) for p in lean_path)
         env["LEAN_PATH"] = extra + (os.pathsep + env["LEAN_PATH"] if env.get("LEAN_PATH") else "")
-        proc = subprocess.run(
-            [self.lean, *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-        return LeanRun(proc.returncode, proc.stdout)
+        return run_process([self.lean, *args], cwd, env, timeout)
 
     def lake_build(self, project: Path, timeout: float = 7200.0) -> LeanRun:
         """Run ``lake build`` in ``project``."""
-        proc = subprocess.run(
-            [self.lake, "build"],
-            cwd=project,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-        return LeanRun(proc.returncode, proc.stdout)
+        return run_process([self.lake, "build"], project, None, timeout)
+
+    def lake_env_lean(self, project: Path, args: Sequence[str], timeout: float = 3600.0) -> LeanRun:
+        """Run ``lake env lean ARGS`` in ``project`` (the library on ``LEAN_PATH``)."""
+        return run_process([self.lake, "env", self.lean, *args], project, None, timeout)
 
 
 # --------------------------------------------------------------------------- install
