@@ -136,6 +136,85 @@ theorem prefix_consistency_gram_rat :
     finSum_zero_len]
   decide +kernel
 
+/-- Row 1 of a causal attention over three positions with values `1, 0, 0`:
+the weight of position 0, `exp x₀ / (exp x₀ + exp x₁)`. -/
+theorem cex_row_full (E : ExpMap α) (x : Fin (2 + 1) → α) :
+    finSum (fun j => causalSoftmax E 1 x j * cexV j 0) =
+      E.exp (x 0) / (E.exp (x 0) + E.exp (x 1)) := by
+  simp (config := { decide := true }) [causalSoftmax, msoftmax, causalMask, cexV, finSum_succ,
+    finSum_zero_len]
+  grind
+
+/-- Row 1 of a causal attention over two positions with values `1, 0`:
+the weight of position 0, `exp x₀ / (exp x₀ + exp x₁)`. -/
+theorem cex_row_prefix (E : ExpMap α) (x : Fin 2 → α) :
+    finSum (fun j => causalSoftmax E 1 x j * cexV (α := α) (Fin.castAdd 1 j) 0) =
+      E.exp (x 0) / (E.exp (x 0) + E.exp (x 1)) := by
+  simp (config := { decide := true }) [causalSoftmax, msoftmax, causalMask, cexV, takeRows,
+    finSum_succ, finSum_zero_len]
+  grind
+
+/-- The counterexample scores, full call, row 1: `(2τ, 0)` on the visible positions. -/
+theorem cex_scores_full (τ : α) :
+    scores τ cexQ (gram cexQ) cexK 1 0 = τ * 2 ∧ scores τ cexQ (gram cexQ) cexK 1 1 = 0 := by
+  simp only [scores, gram, Mat.smul_apply, Mat.mul_apply, Mat.transpose_apply, finSum_succ,
+    finSum_zero_len]
+  simp (config := { decide := true }) [cexQ, cexK]
+  grind
+
+/-- The counterexample scores, prefix call, row 1: `(τ, 0)`. -/
+theorem cex_scores_prefix (τ : α) :
+    scores τ (takeRows cexQ) (gram (takeRows cexQ)) (takeRows cexK) 1 0 = τ ∧
+      scores τ (takeRows cexQ) (gram (takeRows cexQ)) (takeRows cexK) 1 1 = 0 := by
+  simp only [scores, gram, takeRows, Mat.smul_apply, Mat.mul_apply, Mat.transpose_apply,
+    finSum_succ, finSum_zero_len]
+  simp (config := { decide := true }) [cexQ, cexK]
+  grind
+
+/-- [prefix_consistency] PLGA with a Gram-dependent metric is **not** prefix-consistent.
+For the head `G = Φ(Qᵀ Q)` with `Φ` the identity, the counterexample inputs `cexQ`,
+`cexK`, `cexV` (three rows, `dk = 2`) and any nonzero scale `τ`, row 1 of the call on
+all three rows differs from row 1 of the call on the first two, for every abstract
+exponential that is injective (as the real exponential is). -/
+theorem prefix_consistency_fails (E : ExpMap α) (hinj : ∀ a b, E.exp a = E.exp b → a = b)
+    (τ : α) (hτ : τ ≠ 0) :
+    takeRows (plgaHeadWith (causalSoftmax E) τ (fun D => D) cexQ cexK cexV) ≠
+      plgaHeadWith (causalSoftmax E) τ (fun D => D) (takeRows cexQ) (takeRows cexK)
+        (takeRows cexV) := by
+  intro h
+  have h1 := congrFun (congrFun h 1) 0
+  simp only [takeRows, plgaHeadWith, attend, weights, Mat.mul_apply] at h1
+  have hf := cex_row_full E (scores τ cexQ (gram cexQ) cexK 1)
+  have hp := cex_row_prefix E (scores τ (takeRows cexQ) (gram (takeRows cexQ)) (takeRows cexK) 1)
+  have e1 : Fin.castAdd 1 (1 : Fin 2) = (1 : Fin (2 + 1)) := rfl
+  rw [e1, hf, hp] at h1
+  obtain ⟨f0, f1⟩ := cex_scores_full τ
+  obtain ⟨p0, p1⟩ := cex_scores_prefix τ
+  rw [f0, f1, p0, p1] at h1
+  have a := E.exp_pos (τ * 2)
+  have b := E.exp_pos τ
+  have c := E.exp_pos 0
+  have key : E.exp (τ * 2) = E.exp τ := by
+    have d1 : E.exp (τ * 2) + E.exp 0 ≠ 0 := by grind
+    have d2 : E.exp τ + E.exp 0 ≠ 0 := by grind
+    have hc : E.exp 0 ≠ 0 := by grind
+    have : E.exp (τ * 2) * (E.exp τ + E.exp 0) = E.exp τ * (E.exp (τ * 2) + E.exp 0) := by
+      grind
+    have : (E.exp (τ * 2) - E.exp τ) * E.exp 0 = 0 := by grind
+    grind
+  have := hinj _ _ key
+  grind
+
+/-- [prefix_consistency] The counterexample is about the actual head formula: with the
+metric map `Φ = id`, the PLGA metric of the full call and of the prefix call differ
+(`G = diag(1,2)` versus `diag(1,1)`), while any constant `G` gives prefix consistency. -/
+theorem prefix_consistency_metric_differs :
+    gram (cexQ (α := Rat)) ≠ gram (takeRows (cexQ (α := Rat))) := by
+  intro h
+  have := congrFun (congrFun h 1) 1
+  rw [prefix_consistency_gram_rat.1.1, prefix_consistency_gram_rat.2.1] at this
+  exact absurd this (by decide +kernel)
+
 end Pldr
 
 end
