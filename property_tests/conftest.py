@@ -1,0 +1,53 @@
+"""Property tests: Hypothesis profiles, the ``implementation`` marker, the pyverify plugin.
+
+Profiles (chosen by the environment variable ``HYPOTHESIS_PROFILE``, default ``ci``):
+
+``ci``
+    derandomised (the same examples on every run and machine), fixed example counts,
+    no deadline (CI machines are shared: timing is no property), no example database;
+    ``print_blob`` so a failure prints the blob that reproduces it.
+``dev``
+    ten times the examples, random, with the local example database: deeper local runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, Phase, settings
+
+pytest_plugins = ["pyverify.pytest_plugin"]
+
+# xdist runs one process per core: one torch thread each, no oversubscription.
+torch.set_num_threads(1)
+
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=30,
+    print_blob=True,
+    database=None,
+    suppress_health_check=_SUPPRESS,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+)
+settings.register_profile(
+    "dev",
+    deadline=None,
+    max_examples=300,
+    print_blob=True,
+    suppress_health_check=_SUPPRESS,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "implementation(name, device='cpu', dtype='exact'): the implementation a test "
+        "with no `impl` parameter is attributed to (exact rational or symbolic checks)",
+    )

@@ -1,0 +1,116 @@
+"""prefix_consistency: causal SDPA and constant-G PLGA are prefix consistent; Gram-G PLGA is not.
+
+Row r of a causal call on x must equal row r of the call on x[:r+1]. The two calls have
+different shapes, so fused kernels (and BLAS) may sum in a different order: each call is
+within :func:`impls.attention_bound` of the exact value, and the two rows may differ by
+the sum of the two bounds. For the Gram-dependent G, Hypothesis must *find* inputs whose
+rows differ by more than four times that.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import Phase, find, given, settings
+from hypothesis import strategies as st
+from impls import ALL, attention_bound, impl_ids
+from strategies import arrays, head_params, qkv, with_constant_g
+
+pytestmark = pytest.mark.theorem("prefix_consistency")
+
+
+@st.composite
+def prefix_cases(draw):
+    s = draw(st.integers(2, 8))
+    dk = draw(st.sampled_from([2, 4, 6, 8]))
+    dv = draw(st.integers(1, 4))
+    q, k, v = draw(qkv(s, dk, dv))
+    G = np.eye(dk) + draw(arrays((dk, dk), 1.0)) / dk
+    return q, k, v, draw(st.integers(0, s - 1)), draw(head_params(dk)), G
+
+
+def _pair_bound(impl, q, k, v, r, G) -> float:
+    """Largest |full[r] - prefix[r]| two correct evaluations can show."""
+    return attention_bound(impl, q, G, k, v) + attention_bound(
+        impl, q[: r + 1], G, k[: r + 1], v[: r + 1]
+    )
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(prefix_cases())
+def test_causal_sdpa_is_prefix_consistent(impl, case):
+    q, k, v, r, params, _ = case
+    q, k, v = impl.round(q), impl.round(k), impl.round(v)
+    dk = q.shape[1]
+    tol = _pair_bound(impl, q, k, v, r, None)
+    # the implementation's SDPA and its PLGA head with G = I (SDPA by sdpa_special_case)
+    full = impl.sdpa(q, k, v)
+    pre = impl.sdpa(q[: r + 1], k[: r + 1], v[: r + 1])
+    assert np.max(np.abs(full[r] - pre[r])) <= tol
+    full = impl.plga(q, k, v, params, G=np.eye(dk)).out
+    pre = impl.plga(q[: r + 1], k[: r + 1], v[: r + 1], params, G=np.eye(dk)).out
+    assert np.max(np.abs(full[r] - pre[r])) <= tol
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(prefix_cases())
+def test_constant_g_plga_is_prefix_consistent(impl, case):
+    q, k, v, r, params, G = case
+    q, k, v = impl.round(q), impl.round(k), impl.round(v)
+    tol = _pair_bound(impl, q, k, v, r, G)
+    # a cached constant G ...
+    full = impl.plga(q, k, v, params, G=G).out
+    pre = impl.plga(q[: r + 1], k[: r + 1], v[: r + 1], params, G=G).out
+    assert np.max(np.abs(full[r] - pre[r])) <= tol
+    # ... and the uncached path with an invariant metric (G(X) = G for every X)
+    inv = with_constant_g(params, G)
+    full = impl.plga(q, k, v, inv).out
+    pre = impl.plga(q[: r + 1], k[: r + 1], v[: r + 1], inv).out
+    assert np.max(np.abs(full[r] - pre[r])) <= tol
+
+
+@st.composite
+def gram_cases(draw):
+    s = draw(st.integers(2, 6))
+    dk = draw(st.sampled_from([2, 4, 6]))
+    q, k, v = draw(qkv(s, dk, 2, scale=3.0))
+    return q, k, v, draw(head_params(dk))
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+def test_gram_dependent_plga_is_not_prefix_consistent(impl):
+    """Hypothesis finds q, k, v, parameters and a row r whose output changes (by more than
+    four times the rounding bound) when the rows after r are dropped: G = G(Q^T Q) depends
+    on every row of the call."""
+
+    def gap(case):
+        q, k, v, params = case
+        q, k, v = impl.round(q), impl.round(k), impl.round(v)
+        r = q.shape[0] - 2  # drop the last row
+        full = impl.plga(q, k, v, params)
+        pre = impl.plga(q[: r + 1], k[: r + 1], v[: r + 1], params)
+        diff = float(np.max(np.abs(full.out[r] - pre.out[r])))
+        bound = attention_bound(impl, q, full.G, k, v) + attention_bound(
+            impl, q[: r + 1], pre.G, k[: r + 1], v[: r + 1]
+        )
+        return diff, bound, full, pre
+
+    def violates(case):
+        diff, bound, _, _ = gap(case)
+        return diff > 4 * bound
+
+    found = find(
+        gram_cases(),
+        violates,
+        settings=settings(
+            max_examples=300,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=(Phase.generate,),  # any counterexample will do: no shrinking
+        ),
+    )
+    diff, bound, full, pre = gap(found)
+    assert diff > 4 * bound
+    # the reason: the two calls used different operators G
+    assert not np.allclose(full.G, pre.G)

@@ -1,0 +1,114 @@
+"""softmax_shift: softmax (masked or not) is invariant under adding one constant to a row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
+from strategies import arrays, examples, grid_arrays
+
+from pyverify.reference import masked_softmax
+
+pytestmark = pytest.mark.theorem("softmax_shift")
+
+LOG2E = 1.4426950408889634
+
+
+@st.composite
+def score_rows(draw, grid: bool):
+    s_q = draw(st.integers(1, 8))
+    s_k = draw(st.integers(s_q, 8))
+    if grid:
+        # multiples of 1/8 in [-8, 8]: E, c and E + c are exact in bfloat16 and wider
+        E = draw(grid_arrays((s_q, s_k)))
+        c = draw(grid_arrays((s_q, 1)))
+    else:
+        E = draw(arrays((s_q, s_k), 10.0))
+        c = draw(arrays((s_q, 1), 10.0))
+    return E, c, draw(st.booleans())
+
+
+def shift_tolerance(impl, E, c, p_max: float, exact_inputs: bool) -> float:
+    """Bound on ``|softmax(E + c) - softmax(E)|`` for one implementation.
+
+    * Inputs: if ``E + c`` is not exact in the dtype it is rounded once: each score moves
+      by <= u_io (|E| + |c|) (``exact_inputs`` = False).
+    * Internals: fused kernels may evaluate ``exp2(x log2e - m log2e)`` rather than
+      ``exp(x - m)``; the products with log2e are rounded (u_c |x| log2e each), so an
+      argument moves by <= 2 u_c M log2e with M = max(|E| + |c|) (zero for the
+      reference, which subtracts the row maximum exactly, but the bound is shared).
+    * A score perturbation d changes the softmax row by at most 2 max|d| (its Jacobian
+      ``diag(p) - p p^T`` has induced inf-norm <= 2 p_max); exp, the normaliser (S_k
+      terms) and the division add gamma_{S_k+2}(u_c); rounding the result to the dtype adds
+      u_io. Both sides are evaluated: everything counts twice.
+    """
+    M = float(np.max(np.abs(E)) + np.max(np.abs(c)))
+    d_in = 0.0 if exact_inputs else impl.u_io * M
+    d_arg = 2 * impl.u_compute * M * LOG2E
+    return 2 * (2 * (d_in + d_arg) * p_max + (gamma(E.shape[1] + 2, impl.u_compute) + impl.u_io))
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(score_rows(grid=True))
+def test_row_shift_leaves_softmax_unchanged_exact_inputs(impl, case):
+    E, c, causal = case
+    base = impl.softmax(E, causal=causal)
+    shifted = impl.softmax(E + c, causal=causal)
+    assert np.all(np.isfinite(shifted))
+    tol = shift_tolerance(impl, E, c, float(base.max()), exact_inputs=True)
+    assert np.max(np.abs(shifted - base)) <= tol
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(score_rows(grid=False))
+def test_row_shift_leaves_softmax_unchanged_any_floats(impl, case):
+    E, c, causal = case
+    E = impl.round(E)
+    Ec = impl.round(E + c)  # the shifted scores as the dtype holds them
+    base = impl.softmax(E, causal=causal)
+    shifted = impl.softmax(Ec, causal=causal)
+    tol = shift_tolerance(impl, E, c, float(base.max()), exact_inputs=False)
+    assert np.max(np.abs(shifted - base)) <= tol
+
+
+@pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
+@given(st.data())
+def test_reference_shift_is_bitwise_exact_with_any_mask(impl, data):
+    """Exact arithmetic: with dyadic scores and shift, ``(E + c) - max(E + c) = E - max E``
+    holds exactly in float64, so the reference (which subtracts the row maximum over the
+    allowed entries) must return bitwise identical rows; any mask (rows non-empty)."""
+    s_q, s_k = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7))
+    # E on a grid of 1/64 up to 2^20, c an integer up to 2^30: all sums exact (< 2^53)
+    E = data.draw(
+        hnp.arrays(
+            np.float64, (s_q, s_k), elements=st.integers(-(2**26), 2**26).map(lambda i: i / 64)
+        )
+    )
+    c = data.draw(hnp.arrays(np.float64, (s_q, 1), elements=st.integers(-(2**30), 2**30)))
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
+    mask[np.arange(s_q), data.draw(st.integers(0, s_k - 1))] = True  # no empty row
+    assert np.array_equal(E + c - c, E)  # the shift really is exact
+    base = masked_softmax(E, mask)
+    shifted = masked_softmax(E + c, mask)
+    assert np.array_equal(shifted, base)
+    assert np.all(base[~mask] == 0.0)
+    # and the softmax of the whole row (mask None) likewise
+    assert np.array_equal(masked_softmax(E + c), masked_softmax(E))
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@examples(4)
+@given(st.integers(1, 5), st.integers(0, 4))
+def test_shift_invariance_symbolically(n, masked):
+    """Symbolic: for any reals e_j, c and any non-empty allowed set, the rows agree."""
+    e = sympy.symbols(f"e0:{n}", real=True)
+    c = sympy.Symbol("c", real=True)
+    allowed = [j for j in range(n) if j >= min(masked, n - 1)]  # a non-empty subset
+    for i in allowed:
+        lhs = sympy.exp(e[i] + c) / sum(sympy.exp(e[j] + c) for j in allowed)
+        rhs = sympy.exp(e[i]) / sum(sympy.exp(e[j]) for j in allowed)
+        assert sympy.simplify(lhs - rhs) == 0
