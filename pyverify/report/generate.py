@@ -1,0 +1,454 @@
+"""``generate_report``: run every phase and write ``reports/``."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyverify.report import phases as _ph
+from pyverify.report.aggregate import theorem_rows
+from pyverify.report.render import render_index
+from pyverify.report.serialize import dumps, round_floats
+
+__all__ = ["OUTPUT_FILES", "Phases", "environment_data", "generate_report", "verification_data"]
+
+Progress = Callable[[str], None]
+
+#: Files the report writes (PNGs only when their data exist).
+OUTPUT_FILES: tuple[str, ...] = (
+    "index.md",
+    "verification.json",
+    "environment.json",
+    "lean_manifest.json",
+    "benchmarks.json",
+    "commutant_residual.png",
+    "error_by_dtype.png",
+    "benchmark_ratios.png",
+)
+
+#: Significant digits of cross-check errors in verification.json (ulp-level errors can
+#: move in their last digits with the BLAS build; 3 digits keep the magnitude).
+CROSSCHECK_SIG = 3
+
+
+@dataclass
+class Phases:
+    """The phase functions ``generate_report`` calls (replace any of them in tests).
+
+    Attributes
+    ----------
+    lean : callable
+        ``(repo, progress) -> dict`` (:func:`pyverify.report.phases.lean_phase`).
+    tests : callable
+        ``(repo, progress) -> dict`` (:func:`pyverify.report.phases.tests_phase`).
+    crosscheck : callable
+        ``(quick, progress) -> CrosscheckResult``.
+    diagnostics : callable
+        ``(progress) -> {name: dict}`` for the released G-caches.
+    model : callable
+        ``(progress) -> dict``: order parameter / eps_G of a live model.
+    bench : callable
+        ``(progress) -> dict`` (:func:`pyverify.bench.run_bench` output).
+    """
+
+    lean: Callable[[Path, Progress], dict[str, Any]] = _ph.lean_phase
+    tests: Callable[[Path, Progress], dict[str, Any]] = _ph.tests_phase
+    crosscheck: Callable[[bool, Progress], Any] = _ph.crosscheck_phase
+    diagnostics: Callable[[Progress], dict[str, dict[str, Any]]] = _ph.diagnostics_phase
+    model: Callable[[Progress], dict[str, Any]] = _ph.model_phase
+    bench: Callable[[Progress], dict[str, Any]] = _ph.bench_phase
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+# --------------------------------------------------------------------------- data
+def _lean_data(lean: dict[str, Any]) -> dict[str, Any]:
+    man = lean.get("manifest") or {}
+    return {
+        "status": lean.get("status"),
+        "version": lean.get("version"),
+        "modules": [
+            {"name": m["name"], "ok": m["status"] in ("built", "cached")}
+            for m in lean.get("modules") or []
+        ],
+        "findings": list(lean.get("findings") or []),
+        "id_problems": list(lean.get("id_problems") or []),
+        "theorems": len(man.get("theorems") or []),
+        "error": lean.get("error"),
+    }
+
+
+def _tests_data(tests: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "status": tests.get("status"),
+        "returncode": tests.get("returncode"),
+        "aggregate": tests.get("aggregate"),
+        "error": tests.get("error"),
+    }
+
+
+def _crosscheck_data(cc: Any) -> dict[str, Any]:
+    from pyverify.crosscheck import CrosscheckResult, summarize
+
+    if not isinstance(cc, CrosscheckResult):
+        return {
+            "status": "error",
+            "error": (cc or {}).get("error"),
+            "ok": False,
+            "rows": [],
+            "summary": [],
+            "cases": [],
+            "devices": [],
+            "dtypes": [],
+            "quick": None,
+        }
+    d = cc.to_dict()
+    d["summary"] = summarize(cc)
+    d["status"] = "passed" if cc.ok else "failed"
+    return round_floats(d, CROSSCHECK_SIG)
+
+
+def _diag_data(name: str, d: dict[str, Any]) -> dict[str, Any]:
+    if d.get("status") == "error":
+        return {"status": "error", "name": name, "error": d.get("error")}
+    per_head = dict(d.get("per_head") or {})
+    if name != "trained":
+        per_head.pop("singular_values", None)
+    prov = d.get("provenance") or {}
+    return {
+        "status": d.get("status", "passed"),
+        "name": name,
+        "provenance": {k: prov.get(k) for k in ("file", "sha256", "source")},
+        "shape": d.get("shape"),
+        "summary": d.get("summary"),
+        "per_layer": d.get("per_layer"),
+        "per_head": per_head,
+    }
+
+
+def verification_data(
+    *,
+    lean: dict[str, Any],
+    tests: dict[str, Any],
+    crosscheck: Any,
+    diagnostics: dict[str, dict[str, Any]],
+    model: dict[str, Any],
+    bench: dict[str, Any],
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The content of ``verification.json`` (deterministic: no times, hosts or paths).
+
+    Parameters
+    ----------
+    lean, tests, crosscheck, diagnostics, model, bench : phase results
+        As :class:`Phases` return them.
+    options : dict
+        The run's options (``lean``, ``tests``, ``bench``, ``quick``).
+
+    Returns
+    -------
+    dict
+        Rounded (floats to 6 significant digits, cross-check errors to 3), JSON-ready.
+    """
+    cc = _crosscheck_data(crosscheck)
+    diag = {n: _diag_data(n, d) for n, d in diagnostics.items()}
+    rows = theorem_rows(lean, tests, cc["rows"])
+    bench_status = bench.get("status", "skipped")
+    status = {
+        "lean": lean.get("status", "skipped"),
+        "tests": tests.get("status", "skipped"),
+        "crosscheck": cc["status"],
+        "diagnostics": (
+            "passed" if diag and all(d["status"] == "passed" for d in diag.values()) else "error"
+        ),
+        "model_diagnostics": model.get("status", "error") if model else "skipped",
+        "bench": {"passed": "ran"}.get(bench_status, bench_status),
+    }
+    ok = (
+        status["lean"] in ("passed", "skipped")
+        and status["tests"] in ("passed", "skipped")
+        and status["crosscheck"] == "passed"
+        and status["diagnostics"] == "passed"
+        and status["model_diagnostics"] in ("passed", "skipped")
+        and status["bench"] != "error"
+        and all(r["ok"] for r in rows)
+    )
+    model_data = {k: v for k, v in (model or {}).items() if k != "status"}
+    data = {
+        "schema": 1,
+        "ok": bool(ok),
+        "options": dict(options),
+        "status": status,
+        "theorems": rows,
+        "lean": _lean_data(lean),
+        "property_tests": _tests_data(tests),
+        "crosscheck": cc,
+        "diagnostics": diag,
+        "model_diagnostics": model_data,
+        "benchmarks": {
+            "status": status["bench"],
+            "file": "benchmarks.json" if bench_status == "passed" else None,
+            "note": "timings are not reproducible: see benchmarks.json and index.md",
+        },
+    }
+    return round_floats(data)
+
+
+def _version(mod: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(mod)
+    except Exception:
+        return None
+
+
+def environment_data(
+    *,
+    durations: dict[str, float],
+    lean: dict[str, Any],
+    tests: dict[str, Any],
+    crosscheck: Any,
+    diagnostics: dict[str, dict[str, Any]],
+    bench: dict[str, Any],
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Host, time, versions and durations: everything kept out of ``verification.json``."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "versions": {
+            m: _version(m)
+            for m in (
+                "pyverify",
+                "numpy",
+                "torch",
+                "mpmath",
+                "sympy",
+                "hypothesis",
+                "pytest",
+                "matplotlib",
+            )
+        },
+        "torch": {
+            "threads": torch.get_num_threads(),
+            "cuda_available": cuda,
+            "cuda_device": torch.cuda.get_device_name(0) if cuda else None,
+        },
+        "lean": {
+            "toolchain": lean.get("toolchain"),
+            "version": lean.get("version"),
+            "build_seconds": lean.get("seconds"),
+            "modules": [
+                {"name": m["name"], "status": m["status"], "seconds": m.get("seconds")}
+                for m in lean.get("modules") or []
+            ],
+        },
+        "tests_output_tail": list(tests.get("output_tail") or [])[-20:],
+        "crosscheck_seconds": getattr(crosscheck, "seconds", None),
+        "data_files": {n: (d.get("provenance") or {}).get("path") for n, d in diagnostics.items()},
+        "bench_meta": bench.get("meta"),
+        "durations_s": {k: round(v, 3) for k, v in durations.items()},
+        "options": dict(options),
+    }
+
+
+# --------------------------------------------------------------------------- driver
+def _existing_manifest(out: Path) -> dict[str, Any] | None:
+    path = out / "lean_manifest.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _plots(out: Path, data: dict[str, Any], bench: dict[str, Any], say: Progress) -> list[str]:
+    from pyverify.report import plots
+
+    made = []
+    diag = {n: d for n, d in data["diagnostics"].items() if d.get("status") == "passed"}
+    steps = [
+        ("commutant_residual.png", lambda p: plots.commutant_heatmaps(diag, p)),
+        ("error_by_dtype.png", lambda p: plots.error_by_dtype(data["crosscheck"]["summary"], p)),
+        ("benchmark_ratios.png", lambda p: plots.benchmark_ratios(bench, p)),
+    ]
+    for name, fn in steps:
+        path = out / name
+        try:
+            res = fn(path) if not (name.startswith("benchmark") and not bench.get("rows")) else None
+        except Exception as exc:  # a plot must not sink the report
+            say(f"report: plot {name} failed: {type(exc).__name__}: {exc}")
+            res = None
+        if res is None and path.exists():
+            path.unlink()  # stale figure of an earlier run
+        if res is not None:
+            made.append(name)
+    return made
+
+
+def generate_report(
+    out_dir: Path,
+    *,
+    lean: bool = True,
+    tests: bool = True,
+    bench: bool = True,
+    quick: bool = False,
+    progress: Progress | None = None,
+    phases: Phases | None = None,
+    repo: Path | None = None,
+) -> int:
+    """Regenerate the report folder.
+
+    Phases, each with progress lines: (1) Lean build + audit + manifest
+    (``lean_manifest.json``); (2) property tests in a subprocess, aggregated per
+    theorem ID x implementation; (3) cross-check (quick or full sweep); (4)
+    diagnostics of the three released ``G_LM`` files (with provenance) and of a
+    live model; (5) quick benchmarks. Writes ``index.md``,
+    ``verification.json`` (deterministic), ``environment.json``,
+    ``benchmarks.json`` and the PNG figures.
+
+    Parameters
+    ----------
+    out_dir : pathlib.Path
+        The report folder (created if needed), normally ``<repo>/reports``.
+    lean, tests, bench : bool, default True
+        Run the Lean build, the property tests, the benchmarks. A skipped Lean
+        phase reuses the names of an existing ``lean_manifest.json``.
+    quick : bool, default False
+        The quick cross-check sweep.
+    progress : callable, optional
+        Progress lines (default: stderr).
+    phases : Phases, optional
+        Replacement phase functions (tests inject fakes here).
+    repo : pathlib.Path, optional
+        Repository root (default: :func:`pyverify.paths.repo_root`).
+
+    Returns
+    -------
+    int
+        0 when everything passed (Lean proved every theorem ID, every property
+        test passed on each implementation, the cross-check passed, the
+        diagnostics ran), 1 otherwise.
+    """
+    say = progress or _stderr
+    ph = phases or Phases()
+    if repo is None:
+        from pyverify.paths import repo_root
+
+        repo = repo_root()
+    repo = Path(repo)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    options = {"lean": lean, "tests": tests, "bench": bench, "quick": quick}
+    durations: dict[str, float] = {}
+    start = time.perf_counter()
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        except Exception as exc:  # a crashing phase is reported, not fatal
+            say(f"report: {name} failed: {type(exc).__name__}: {exc}")
+            return _error(exc)
+        finally:
+            durations[name] = time.perf_counter() - t0
+
+    say(f"report: [1/5] Lean build, audit and manifest{'' if lean else ' (skipped)'}")
+    if lean:
+        lean_res = timed("lean", lambda: ph.lean(repo, say))
+        if lean_res.get("manifest"):
+            from pyverify.lean.manifest import dumps as manifest_dumps
+
+            _write(out / "lean_manifest.json", manifest_dumps(lean_res["manifest"]))
+    else:
+        lean_res = {"status": "skipped", "manifest": _existing_manifest(out)}
+    say(f"report: lean {lean_res.get('status')}")
+
+    say(f"report: [2/5] property tests{'' if tests else ' (skipped)'}")
+    tests_res = timed("tests", lambda: ph.tests(repo, say)) if tests else {"status": "skipped"}
+    say(f"report: property tests {tests_res.get('status')}")
+
+    say(f"report: [3/5] cross-check ({'quick' if quick else 'full'} sweep)")
+    cc = timed("crosscheck", lambda: ph.crosscheck(quick, say))
+    say(f"report: cross-check {'passed' if getattr(cc, 'ok', False) else 'FAILED'}")
+
+    say("report: [4/5] diagnostics of the released G_LM files and of a live model")
+    diag = timed("diagnostics", lambda: ph.diagnostics(say))
+    if diag.get("status") == "error":  # the whole phase crashed
+        diag = {"trained": diag}
+    model = timed("model_diagnostics", lambda: ph.model(say))
+
+    say(f"report: [5/5] benchmarks{'' if bench else ' (skipped)'}")
+    bench_res = timed("bench", lambda: ph.bench(say)) if bench else {"status": "skipped"}
+
+    data = verification_data(
+        lean=lean_res,
+        tests=tests_res,
+        crosscheck=cc,
+        diagnostics=diag,
+        model=model,
+        bench=bench_res,
+        options=options,
+    )
+    _write(out / "verification.json", dumps(data))
+    bench_file = out / "benchmarks.json"
+    if bench_res.get("status") == "passed":
+        _write(
+            bench_file,
+            json.dumps(
+                round_floats({k: v for k, v in bench_res.items() if k != "status"}),
+                indent=2,
+                sort_keys=True,
+            )
+            + "\n",
+        )
+    elif bench_file.exists():
+        bench_file.unlink()
+    say("report: writing figures")
+    _plots(out, data, bench_res, say)
+    repo_rel = os.path.relpath(repo, out)
+    _write(
+        out / "index.md",
+        render_index(data, lean=lean_res, tests=tests_res, bench=bench_res, repo_rel=repo_rel),
+    )
+    durations["total"] = time.perf_counter() - start
+    env = environment_data(
+        durations=durations,
+        lean=lean_res,
+        tests=tests_res,
+        crosscheck=cc,
+        diagnostics=diag,
+        bench=bench_res,
+        options=options,
+    )
+    _write(out / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
+    verdict = "passed" if data["ok"] else "FAILED"
+    say(f"report: {verdict}; wrote {out} in {durations['total']:.1f} s")
+    return 0 if data["ok"] else 1
