@@ -147,13 +147,41 @@ def test_cli_exit_status(monkeypatch, capsys, tmp_path):
     cc.register_cli(sub)
     out = tmp_path / "x.json"
     args = parser.parse_args(
-        ["crosscheck", "--device", "cpu", "--dtype", "fp64", "--quick", "--shard", "2/5",
-         "--json", str(out), "--no-progress"]
-    )  # fmt: skip
+        [
+            "crosscheck",
+            "--device",
+            "cpu",
+            "--dtype",
+            "fp64",
+            "--quick",
+            "--shard",
+            "2/5",
+            "--json",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert args.func(args) == 0
     assert "crosscheck passed" in capsys.readouterr().out
     assert json.loads(out.read_text())["ok"] is True
-    monkeypatch.setattr(cc, "run_case", lambda case: [cc.CrosscheckRow(
-        case.case_id, case.kind, "p", "a", case.shape, case.device, case.dtype, "output",
-        1.0, 1.0, 0.1, False)])  # fmt: skip
+    monkeypatch.setattr(
+        cc,
+        "run_case",
+        lambda case: [
+            cc.CrosscheckRow(
+                case.case_id,
+                case.kind,
+                "p",
+                "a",
+                case.shape,
+                case.device,
+                case.dtype,
+                "output",
+                1.0,
+                1.0,
+                0.1,
+                False,
+            )
+        ],
+    )
     assert args.func(args) == 1
