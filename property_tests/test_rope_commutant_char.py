@@ -1,0 +1,241 @@
+"""rope_commutant_char: the RoPE commutant is block diagonal with blocks in span{I, J}: dim dk.
+
+Exact checks (Fractions, sympy) for the 2 x 2 characterisation and the dimension count;
+numerical checks on each implementation's own rotation matrices (the commutant of its
+``R_n`` has dimension dk, spanned by the block span{I, J} matrices) and on the kernels'
+commutant projection (idempotent, self-adjoint, rank dk, image in the commutant).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+import torch
+from exact import J, add, block_diag, eye, matmul, rot, scale
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from impls import ALL, UNIT_ROUNDOFF, impl_ids, kernels
+from strategies import (
+    arrays,
+    commutant_matrix,
+    fraction_matrix,
+    fractions,
+    pythagorean,
+    trained_g_lm,
+    trained_head,
+)
+
+import pyverify.kernels as kern
+from pyverify.kernels.collapsed import DEFAULT_COMMUTANT_TOL
+from pyverify.reference import rope_thetas
+
+pytestmark = pytest.mark.theorem("rope_commutant_char")
+
+U64 = UNIT_ROUNDOFF["float64"]
+
+
+# --------------------------------------------------------------------------- exact, 2 x 2
+@pytest.mark.implementation("reference", dtype="exact")
+@given(
+    pythagorean(nonzero_sin=True),
+    st.one_of(
+        fraction_matrix(2, 2),
+        st.tuples(fractions(), fractions()).map(
+            lambda xy: add(scale(xy[0], eye(2)), scale(xy[1], J))
+        ),
+    ),
+)
+def test_two_by_two_commutes_iff_in_span_of_i_and_j(cs, M):
+    """Exact: for rot(c, s) with s != 0, M rot = rot M iff M = x I + y J."""
+    c, s = cs
+    R = rot(c, s)
+    commutes = matmul(M, R) == matmul(R, M)
+    in_span = M[0][0] == M[1][1] and M[0][1] == -M[1][0]
+    assert commutes == in_span
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+def test_two_by_two_commutant_symbolically():
+    """Symbolic: the solutions of M rot(c, s) = rot(c, s) M with s != 0 are M = x I + y J."""
+    m = sympy.symbols("m00 m01 m10 m11")
+    c = sympy.Symbol("c", real=True)
+    s = sympy.Symbol("s", real=True, nonzero=True)
+    M = sympy.Matrix(2, 2, m)
+    R = sympy.Matrix([[c, -s], [s, c]])
+    sol = sympy.solve(list(M * R - R * M), m, dict=True)
+    assert len(sol) == 1
+    general = M.subs(sol[0])
+    x, y = general[0, 0], general[1, 0]
+    assert sympy.simplify(general - (x * sympy.eye(2) + y * sympy.Matrix([[0, -1], [1, 0]]))) == (
+        sympy.zeros(2, 2)
+    )
+    assert len(general.free_symbols - {c, s}) == 2  # two free parameters: dimension 2
+
+
+# --------------------------------------------------------------------------- exact, dk x dk
+def _commutant_basis(R: sympy.Matrix) -> list[sympy.Matrix]:
+    """Exact basis of {M : M R = R M} (sympy nullspace of the commutator map)."""
+    n = R.shape[0]
+    cols = []
+    for i in range(n):
+        for j in range(n):
+            E = sympy.zeros(n, n)
+            E[i, j] = 1
+            cols.append(list(E * R - R * E))
+    L = sympy.Matrix(cols).T  # column (i, j) = vec(E_ij R - R E_ij), row-major vec
+    return [sympy.Matrix(n, n, list(v)) for v in L.nullspace()]
+
+
+def _in_block_span(M: sympy.Matrix) -> bool:
+    n = M.shape[0]
+    for i in range(n):
+        for j in range(n):
+            if i // 2 != j // 2 and M[i, j] != 0:
+                return False
+    return all(
+        M[2 * p, 2 * p] == M[2 * p + 1, 2 * p + 1] and M[2 * p, 2 * p + 1] == -M[2 * p + 1, 2 * p]
+        for p in range(n // 2)
+    )
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@given(st.lists(pythagorean(nonzero_sin=True), min_size=1, max_size=3, unique_by=lambda p: p[0]))
+def test_block_commutant_has_dimension_dk_exactly(planes):
+    """Exact: R block diagonal with rational rotations of pairwise distinct cosines (so no
+    two planes share an eigenvalue e^{+-i phi}) and non-zero sines: the commutant has
+    dimension dk and every element is block diagonal with blocks in span{I, J}."""
+    dk = 2 * len(planes)
+    R = sympy.Matrix(block_diag([rot(c, s) for c, s in planes]))
+    basis = _commutant_basis(R)
+    assert len(basis) == dk
+    assert all(_in_block_span(B) for B in basis)
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@given(pythagorean(nonzero_sin=True), st.integers(2, 3))
+def test_repeated_plane_rotation_enlarges_the_commutant(cs, n_planes):
+    """The hypothesis matters: equal plane rotations let off-diagonal blocks commute too."""
+    c, s = cs
+    R = sympy.Matrix(block_diag([rot(c, s)] * n_planes))
+    assert len(_commutant_basis(R)) > 2 * n_planes
+
+
+# --------------------------------------------------------------------------- implementations
+def _commutator_map(R: np.ndarray) -> np.ndarray:
+    """Matrix of M -> M R - R M on row-major vec(M)."""
+    n = R.shape[0]
+    eye_n = np.eye(n)
+    return np.kron(eye_n, R.T) - np.kron(R, eye_n)
+
+
+def _exact_gap(n: int, dk: int) -> float:
+    """Smallest non-zero singular value of the exact commutator map of R_n.
+
+    R_n is orthogonal (normal), so the map is normal and its singular values are the moduli
+    |lambda - mu| of differences of eigenvalues of R_n, lambda, mu in {e^{+-i n theta_p}}:
+    2 |sin((alpha - beta) / 2)|. Returns 0 when two planes share an eigenvalue.
+    """
+    phis = n * rope_thetas(dk)
+    eig = np.concatenate([phis, -phis])
+    diffs = [
+        2 * abs(np.sin((a - b) / 2)) for i, a in enumerate(eig) for j, b in enumerate(eig) if i < j
+    ]
+    # pairs (phi_p, phi_p) excluded by i < j; (phi_p, -phi_p) gives 2|sin phi_p| (needs s != 0)
+    return float(min(diffs))
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.sampled_from([2, 4, 6, 8]), st.integers(1, 64))
+def test_commutant_of_implementation_rotations_has_dimension_dk(impl, dk, n):
+    """The implementation's R_n: its commutant (numerical null space of M -> M R - R M) has
+    dimension dk and lies in the block span{I, J}.
+
+    Tolerance: each entry of R_n is off by e <= 2 u64 + u_io + 4 u64 n (cos/sin, rounding to
+    the dtype, the angle n theta_p), so ||dR||_2 <= 2e (2 x 2 blocks) and the map moves by
+    <= 4e; the SVD itself adds <= 4 dk^2 u64 ||L|| (||L|| <= 2). By Weyl the dk zero singular
+    values stay <= tau = 4e + 8 dk^2 u64, and the others >= gap - tau: the test needs
+    gap > 2 tau (an angle resolution the dtype can see) and then counts exactly.
+    """
+    R = impl.rotation_matrix(n, dk)
+    e = 2 * U64 + impl.u_io + 4 * U64 * n
+    tau = 4 * e + 8 * dk * dk * U64
+    gap = _exact_gap(n, dk)
+    assume(gap > 4 * tau)
+    L = _commutator_map(R)
+    _, sig, Vt = np.linalg.svd(L)
+    assert int(np.sum(sig <= tau)) == dk
+    assert np.min(sig[sig > tau]) >= gap - tau
+    # the null space: within sin(angle) <= 2 ||dL|| / gap (Davis-Kahan) of the block span
+    null = Vt[-dk:].reshape(dk, dk, dk)
+    proj = np.stack([_project_np(N) for N in null])
+    assert np.max(np.linalg.norm(null - proj, axis=(1, 2))) <= 2 * (4 * e + tau) / (gap - tau)
+
+
+def _project_np(G: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(G)
+    for p in range(G.shape[0] // 2):
+        i = 2 * p
+        x, y = (G[i, i] + G[i + 1, i + 1]) / 2, (G[i + 1, i] - G[i, i + 1]) / 2
+        out[i : i + 2, i : i + 2] = [[x, -y], [y, x]]
+    return out
+
+
+@pytest.mark.parametrize("impl", kernels(), ids=impl_ids)
+@given(st.sampled_from([2, 4, 6, 8, 16]), st.data())
+def test_kernel_commutant_projection(impl, dk, data):
+    """``project_to_rope_commutant``: idempotent (bitwise: (x + x)/2 = x, (y + y)/2 = y in any
+    binary format), image in the commutant, rank dk, self-adjoint."""
+    G = impl.t(data.draw(arrays((dk, dk), 4.0)))
+    P = kern.project_to_rope_commutant(G)
+    assert torch.equal(kern.project_to_rope_commutant(P), P)
+    P64 = P.double().cpu().numpy()
+    # image: block span{I, J}, hence commutes with every R_n (exactly in real arithmetic;
+    # the residual is computed in float64: a few u64 relative)
+    assert np.array_equal(_project_np(P64), P64)
+    assert float(kern.rope_commutant_residual(P).max()) <= 16 * U64 * dk
+    # rank dk: apply the projection to the basis E_ij (exact values 0, +-1/2, 1)
+    basis = torch.eye(dk * dk, dtype=impl.tdtype, device=impl.device).view(dk * dk, dk, dk)
+    images = kern.project_to_rope_commutant(basis).reshape(dk * dk, dk * dk).double().cpu()
+    assert int(torch.linalg.matrix_rank(images)) == dk
+    # self-adjoint (an orthogonal projection): <P A, B> = <A, P B>; fp32 sums of dk^2 terms
+    B = impl.t(data.draw(arrays((dk, dk), 4.0)))
+    lhs = float((P.double() * B.double()).sum())
+    rhs = float((G.double() * kern.project_to_rope_commutant(B).double()).sum())
+    # each side: dk^2 products of dtype values, exact in float64; entries of P B rounded once
+    # to the dtype (u_io relative): |diff| <= 2 u_io sum |G| |B| + float64 sums
+    bound = 2 * impl.u_io * float((G.double().abs() * B.double().abs()).sum()) + 1e-12
+    assert abs(lhs - rhs) <= bound
+
+
+@pytest.mark.parametrize("impl", kernels(), ids=impl_ids)
+@given(st.sampled_from([2, 4, 8]), st.data())
+def test_kernel_commutant_membership(impl, dk, data):
+    """Commutant elements are recognised; a relative departure of 1e-2 (>> the 1e-5 default
+    tolerance, >> bf16 rounding) is not."""
+    C = data.draw(commutant_matrix(dk))
+    assume(np.linalg.norm(C) > 0.1)
+    assert kern.in_rope_commutant(impl.t(C))
+    # an off-commutant direction: G - proj(G) for a random G, scaled to 1e-2 ||C||
+    N = data.draw(arrays((dk, dk), 1.0))
+    off = N - _project_np(N)
+    assume(np.linalg.norm(off) > 0.1)
+    D = C + 1e-2 * np.linalg.norm(C) * off / np.linalg.norm(off)
+    assert 1e-2 * 0.5 > DEFAULT_COMMUTANT_TOL
+    assert not kern.in_rope_commutant(impl.t(D))
+
+
+@pytest.mark.parametrize("impl", kernels("float64", "float32"), ids=impl_ids)
+@given(trained_head)
+def test_trained_operator_is_outside_its_projection_inside(impl, head):
+    """The real trained G_LM is not in the commutant (spec: residual well above 0.5 for most
+    heads); its projection is."""
+    G = impl.t(trained_g_lm()[head])
+    assert float(kern.rope_commutant_residual(G)) > 0.1
+    assert kern.in_rope_commutant(kern.project_to_rope_commutant(G))
+
+
+@pytest.mark.parametrize("impl", kernels("float64"), ids=impl_ids)
+def test_trained_operator_residual_above_half_for_most_heads(impl):
+    res = kern.rope_commutant_residual(impl.t(trained_g_lm()))
+    assert float((res > 0.5).double().mean()) > 0.5
