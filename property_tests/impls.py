@@ -128,6 +128,28 @@ def attention_bound(impl: Impl, q, G, k, v) -> float:
     )
 
 
+def model_tolerance(impl: Impl, ref: Decoder, n_tokens: int, G=None) -> float:
+    """Relative bound (of ``max|logits|``) between two evaluations of one decoder.
+
+    Per layer a row passes through about 8 dependent backward-stable stages (Q/K/V
+    projections, Q G K^T, softmax, p V, W_o, LayerNorm, two FFN products, LayerNorm), each
+    an inner product of length <= n = max(d_model, dff, S, dk) with relative error
+    gamma_n(u_c); the weights are N(0, 1/fan_in) (norm preserving on average) and every
+    stage ends in a LayerNorm of unit-variance rows, so errors add rather than compound:
+    8 (L + 1) gamma_n(u_c) per evaluation (the +1 is the embedding LayerNorm and the logit
+    projection), doubled for the two evaluations compared. The score error is relative to
+    ``|q| |G| |k|``: an operator G (list of per-layer ``(H, dk, dk)``) of 2-norm above 1
+    scales the bound by its largest 2-norm.
+    """
+    p = ref.params
+    mha = p.layers[0].mha
+    n = max(p.d_model, p.layers[0].ffn.W1.shape[1], n_tokens, mha.dk)
+    g_norm = 1.0
+    if G is not None:
+        g_norm = max(1.0, *(float(np.linalg.norm(g, ord=2, axis=(-2, -1)).max()) for g in G))
+    return 2 * 8 * (len(p.layers) + 1) * gamma(n, impl.u_compute) * g_norm
+
+
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class HeadOut:

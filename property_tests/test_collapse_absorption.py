@@ -1,0 +1,253 @@
+"""collapse_absorption: a constant G* is absorbed into the affine query projection.
+
+* Collapse: with a constant G*, the layer is generalised SDPA, ``SDPA(Q G*, K, V)``.
+* Absorption: ``(X W_q + 1 b_q^T) G* = X (W_q G*) + 1 (b_q^T G*)`` (weight and bias
+  together); with RoPE, absorbing before the rotation is exact when G* commutes with every
+  R_n (and, for the real trained G_LM, which does not, it is not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from exact import add, block_diag, matmul, ones_col, rot, transpose
+from hypothesis import Phase, assume, find, given, settings
+from hypothesis import strategies as st
+from impls import (
+    ALL,
+    FLOAT,
+    UNIT_ROUNDOFF,
+    attention_bound,
+    gamma,
+    impl_ids,
+    kernels,
+    model_tolerance,
+)
+from strategies import (
+    arrays,
+    commutant_matrix,
+    decoder_g,
+    examples,
+    fraction_matrix,
+    fractions,
+    head_params,
+    project_commutant_np,
+    pythagorean,
+    qkv,
+    small_decoder,
+    tokens,
+    trained_g_lm,
+    trained_head,
+)
+
+import pyverify.kernels as kern
+from pyverify.reference import Decoder
+
+pytestmark = pytest.mark.theorem("collapse_absorption")
+
+U64 = UNIT_ROUNDOFF["float64"]
+
+
+# --------------------------------------------------------------------------- collapse
+@st.composite
+def collapse_cases(draw):
+    s_q = draw(st.integers(1, 8))
+    s_k = draw(st.integers(s_q, 8))
+    dk = draw(st.sampled_from([2, 4, 6, 8]))
+    q, k, v = draw(qkv(s_q, dk, draw(st.integers(1, 6)), s_k=s_k))
+    G = np.eye(dk) + draw(arrays((dk, dk), 1.5)) / dk
+    return q, k, v, G, draw(head_params(dk)), draw(st.booleans())
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(collapse_cases())
+def test_constant_g_layer_is_sdpa_on_q_times_g(impl, case):
+    """PLGA with a constant G* equals plain SDPA on the queries Q' = Q G*."""
+    q, k, v, G, params, causal = case
+    q, k, v, G = impl.round(q), impl.round(k), impl.round(v), impl.round(G)
+    q_prime = q @ G  # float64; the SDPA input is then rounded once to the dtype
+    plga = impl.plga(q, k, v, params, G=G, causal=causal).out
+    sdpa = impl.sdpa(impl.round(q_prime), k, v, causal=causal)
+    # Each side within attention_bound of its exact value; the SDPA side's input differs
+    # from Q G by the rounding of Q G to the dtype (u_io |Q||G|, moving scores by
+    # u_io M and the output by 2 u_io M max|v|) and by float64's Q G (gamma_dk(u64)).
+    M = float(np.max(np.abs(q) @ np.abs(G) @ np.abs(k).T)) / np.sqrt(q.shape[1])
+    extra = 2 * (impl.u_io + gamma(q.shape[1], U64)) * M * float(np.max(np.abs(v)))
+    tol = attention_bound(impl, q, G, k, v) + attention_bound(impl, q_prime, None, k, v) + extra
+    assert np.max(np.abs(plga - sdpa)) <= tol
+    if impl.name == "kernels":  # the fast collapsed path ("rounded": Q G rounded once)
+        fast = impl.collapsed(q, k, v, G, causal=causal)
+        assert np.max(np.abs(fast - sdpa)) <= tol
+
+
+# --------------------------------------------------------------------------- absorption
+def _plane_norms_rows(Y: np.ndarray) -> np.ndarray:
+    p = np.hypot(Y[..., 0::2], Y[..., 1::2])
+    return np.repeat(p, 2, axis=-1)
+
+
+@st.composite
+def fold_cases(draw, commutant: bool = True):
+    H = draw(st.integers(1, 3))
+    dk = draw(st.sampled_from([2, 4, 8]))
+    d = draw(st.integers(1, 8))
+    S = draw(st.integers(1, 6))
+    x = draw(arrays((S, d), 2.0))
+    Wq = draw(arrays((d, H * dk), 1.0))
+    bq = draw(arrays((H * dk,), 1.0))
+    if commutant:
+        G = np.stack([draw(commutant_matrix(dk, 2.0)) for _ in range(H)])
+    else:
+        G = np.stack([draw(arrays((dk, dk), 2.0)) for _ in range(H)])
+    return x, Wq, bq, G
+
+
+def _rope_heads(impl, Y: np.ndarray, H: int, dk: int) -> np.ndarray:
+    """RoPE on each head's columns of (S, H dk) rows at positions 0..S-1: (H, S, dk)."""
+    return impl.rope(Y.reshape(Y.shape[0], H, dk).transpose(1, 0, 2))
+
+
+@pytest.mark.parametrize("impl", kernels(), ids=impl_ids)
+@given(fold_cases())
+def test_fold_into_query_projection_with_rope(impl, case):
+    """``fold_into_query_projection``: rope(x Wq' + bq') = rope(x Wq + bq) G per head."""
+    x, Wq, bq, G = case
+    H, dk = G.shape[0], G.shape[-1]
+    x, Wq, bq, G = impl.round(x), impl.round(Wq), impl.round(bq), impl.round(G)
+    Wf, bf = kern.fold_into_query_projection(impl.t(Wq), impl.t(bq), impl.t(G))
+    Wf, bf = Wf.double().cpu().numpy(), bf.double().cpu().numpy()
+    lhs = _rope_heads(impl, x @ Wf + bf, H, dk)
+    rhs = _rope_heads(impl, x @ Wq + bq, H, dk) @ G
+    # Bound, with Y = |x||Wq| + |bq| per head and B = planes(Y) |G| (RoPE mixes the two
+    # coordinates of a plane; plane 2-norms bound rotated entries):
+    #   Wf, bf: G rounded and the product rounded to the dtype (2 u_io) after a length-dk
+    #   sum in the compute dtype (gamma_dk(u_c)); both sides' rows rounded to the dtype
+    #   before RoPE (u_io each); each RoPE per entry eps_1 (test_rope_group) of its plane
+    #   norms, on the right then carried through |G|; float64 products gamma_{d+dk}(u64).
+    S = x.shape[0]
+    Y = (np.abs(x) @ np.abs(Wq) + np.abs(bq)).reshape(S, H, dk).transpose(1, 0, 2)
+    B = _plane_norms_rows(Y) @ np.abs(G)
+    eps_1 = 2 * (impl.u_compute + 2 * U64 + 4 * U64 * S) + gamma(2, impl.u_compute) + impl.u_io
+    rel = gamma(dk, impl.u_compute) + 4 * impl.u_io + 2 * np.sqrt(2) * eps_1
+    rel += gamma(x.shape[1] + dk, U64)
+    assert np.max(np.abs(lhs - rhs) - np.sqrt(2) * rel * B) <= 0
+
+
+@pytest.mark.parametrize("impl", kernels("float64", "float32"), ids=impl_ids)
+@examples(10)
+@given(trained_head, st.integers(1, 4), st.data())
+def test_trained_operator_cannot_be_folded_before_rotation(impl, head, S, data):
+    """The real trained G_LM does not commute with RoPE: the fold is refused, and the
+    pre-rotation form really differs from the exact post-rotation one."""
+    G = trained_g_lm()[head]
+    d = 8
+    x = data.draw(arrays((S, d), 2.0))
+    Wq, bq = data.draw(arrays((d, 64), 1.0)), data.draw(arrays((64,), 1.0))
+    with pytest.raises(ValueError, match="does not commute"):
+        kern.fold_into_query_projection(impl.t(Wq), impl.t(bq), impl.t(G))
+    assume(S >= 2)  # position 0 is the identity rotation: nothing to see with one row
+    pre = impl.rope((x @ Wq + bq) @ G)
+    post = impl.rope(x @ Wq + bq) @ G
+    row = np.abs(post[1:]).max()
+    assume(row > 1.0)
+    # the difference at positions >= 1 is O(|G| |row|): far above any rounding (fp32 1e-5)
+    assert np.max(np.abs(pre[1:] - post[1:])) > 1e-3 * row
+
+
+@st.composite
+def absorbed_models(draw, commutant: bool):
+    ref = draw(small_decoder())
+    G = draw(decoder_g(ref, scale=1.5, commutant=commutant))
+    return ref, G, draw(tokens(16, 2, 6))
+
+
+def _fold_reference(ref: Decoder, G: list[np.ndarray]) -> Decoder:
+    """W_q' = W_q diag(G_h), b_q' = b_q diag(G_h) per layer (block diagonal over heads)."""
+    p = ref.params
+    layers = []
+    for li, layer in enumerate(p.layers):
+        Gblock = np.zeros((p.d_model, p.d_model))
+        dk = layer.mha.dk
+        for h in range(layer.mha.num_heads):
+            Gblock[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = G[li][h]
+        mha = dataclasses.replace(layer.mha, Wq=layer.mha.Wq @ Gblock, bq=layer.mha.bq @ Gblock)
+        layers.append(dataclasses.replace(layer, mha=mha))
+    return Decoder(dataclasses.replace(p, layers=layers))
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@examples(20)
+@given(absorbed_models(commutant=True))
+def test_whole_model_absorbs_commuting_operator_into_wq(impl, case):
+    """A decoder whose heads use a constant commuting G* equals the decoder with
+    W_q G*, b_q G* folded in and G = I (plain SDPA heads, before RoPE)."""
+    ref, G, toks = case
+    identity = [np.broadcast_to(np.eye(g.shape[-1]), g.shape).copy() for g in G]
+    original = impl.decoder(ref)
+    folded = impl.decoder(_fold_reference(ref, G))
+    want = original.collapsed(toks, G)
+    got = folded.forward(toks, identity)
+    tol = model_tolerance(impl, ref, len(toks), G) * np.max(np.abs(want))
+    assert np.max(np.abs(got - want)) <= tol
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+def test_whole_model_absorption_fails_outside_the_commutant(impl):
+    """Folding a non-commuting G* before RoPE changes the model: Hypothesis finds a model,
+    an operator and tokens where the folded model's logits move by more than ten times the
+    rounding bound. (Not every input is a witness: equal values, or d_model = 2, where the
+    LayerNorm leaves rows +-gamma + beta, can hide the scores.)"""
+
+    def gap(case):
+        ref, G, toks = case
+        identity = [np.broadcast_to(np.eye(g.shape[-1]), g.shape).copy() for g in G]
+        want = impl.decoder(ref).collapsed(toks, G)
+        got = impl.decoder(_fold_reference(ref, G)).forward(toks, identity)
+        tol = model_tolerance(impl, ref, len(toks), G) * np.max(np.abs(want))
+        return float(np.max(np.abs(got - want))), tol
+
+    def witness(case):
+        diff, tol = gap(case)
+        return diff > 10 * tol
+
+    found = find(
+        absorbed_models(commutant=False),
+        witness,
+        settings=settings(
+            max_examples=200, derandomize=True, database=None, deadline=None,
+            phases=(Phase.generate,),
+        ),
+    )  # fmt: skip
+    diff, tol = gap(found)
+    assert diff > 10 * tol
+    _, G, _ = found
+    assert max(float(np.linalg.norm(g - project_commutant_np(g))) for gl in G for g in gl) > 0
+
+
+# --------------------------------------------------------------------------- exact
+@pytest.mark.implementation("reference", dtype="exact")
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.data())
+def test_affine_absorption_exactly(s, d, dk, data):
+    """Exact: (X W + 1 b^T) G = X (W G) + 1 (b^T G) over the rationals."""
+    X = data.draw(fraction_matrix(s, d))
+    W = data.draw(fraction_matrix(d, dk))
+    b = data.draw(fraction_matrix(1, dk))
+    G = data.draw(fraction_matrix(dk, dk))
+    lhs = matmul(add(matmul(X, W), matmul(ones_col(s), b)), G)
+    rhs = add(matmul(X, matmul(W, G)), matmul(ones_col(s), matmul(b, G)))
+    assert lhs == rhs
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@given(st.lists(st.tuples(pythagorean(False), fractions(), fractions()), min_size=1, max_size=3),
+       st.data())  # fmt: skip
+def test_absorption_before_rational_rotation_exactly(planes, data):
+    """Exact: R block diagonal with rational rotations, G* block diagonal with blocks
+    x I + y J: rotating y G* equals rotating y then applying G* (y R^T G = y G R^T)."""
+    dk = 2 * len(planes)
+    R = block_diag([rot(c, s) for (c, s), _, _ in planes])
+    G = block_diag([[[x, -y], [y, x]] for _, x, y in planes])
+    Y = data.draw(fraction_matrix(3, dk))
+    assert matmul(matmul(Y, G), transpose(R)) == matmul(matmul(Y, transpose(R)), G)
