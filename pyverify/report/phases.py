@@ -63,6 +63,7 @@ def lean_phase(repo: Path, progress: Progress) -> dict[str, Any]:
 
     project = repo / "lean"
     try:
+        load_package(project)  # a broken project fails here, before any toolchain install
         tc = find_toolchain("auto", progress=progress)
         result = build(project, tc, progress=progress)
     except Exception as exc:  # no toolchain, no network, a broken project: report it
