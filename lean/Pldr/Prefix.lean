@@ -141,8 +141,7 @@ the weight of position 0, `exp x₀ / (exp x₀ + exp x₁)`. -/
 theorem cex_row_full (E : ExpMap α) (x : Fin (2 + 1) → α) :
     finSum (fun j => causalSoftmax E 1 x j * cexV j 0) =
       E.exp (x 0) / (E.exp (x 0) + E.exp (x 1)) := by
-  simp (config := { decide := true }) [causalSoftmax, msoftmax, causalMask, cexV, finSum_succ,
-    finSum_zero_len]
+  simp (config := { decide := true }) [causalSoftmax, msoftmax, causalMask, cexV, finSum_succ]
   grind
 
 /-- Row 1 of a causal attention over two positions with values `1, 0`:
@@ -150,8 +149,7 @@ the weight of position 0, `exp x₀ / (exp x₀ + exp x₁)`. -/
 theorem cex_row_prefix (E : ExpMap α) (x : Fin 2 → α) :
     finSum (fun j => causalSoftmax E 1 x j * cexV (α := α) (Fin.castAdd 1 j) 0) =
       E.exp (x 0) / (E.exp (x 0) + E.exp (x 1)) := by
-  simp (config := { decide := true }) [causalSoftmax, msoftmax, causalMask, cexV, takeRows,
-    finSum_succ, finSum_zero_len]
+  simp (config := { decide := true }) [causalSoftmax, msoftmax, causalMask, cexV, finSum_succ]
   grind
 
 /-- The counterexample scores, full call, row 1: `(2τ, 0)` on the visible positions. -/

@@ -164,12 +164,15 @@ theorem rope_group_rot_det (u : UnitPair α) : det2 (rot u) = 1 := by
 /-- The position `i mod 2` of coordinate `i` inside its plane. -/
 @[expose] def coordOf {k : Nat} (i : Fin (2 * k)) : Fin 2 := ⟨i.val % 2, by omega⟩
 
+/-- The plane of coordinate `2p + b` is `p`. -/
 theorem planeOf_planeIdx {k : Nat} (p : Fin k) (b : Fin 2) : planeOf (planeIdx p b) = p :=
   Fin.ext (by simp only [planeOf, planeIdx]; have := b.isLt; omega)
 
+/-- The in-plane position of coordinate `2p + b` is `b`. -/
 theorem coordOf_planeIdx {k : Nat} (p : Fin k) (b : Fin 2) : coordOf (planeIdx p b) = b :=
   Fin.ext (by simp only [coordOf, planeIdx]; have := b.isLt; omega)
 
+/-- Every coordinate is `2 ⌊i/2⌋ + (i mod 2)`. -/
 theorem planeIdx_planeOf {k : Nat} (i : Fin (2 * k)) : planeIdx (planeOf i) (coordOf i) = i :=
   Fin.ext (by simp only [planeOf, coordOf, planeIdx]; omega)
 
@@ -197,6 +200,7 @@ theorem ext_planes {k : Nat} {M N : Mat α (2 * k) (2 * k)}
 @[expose] def block {k : Nat} (M : Mat α (2 * k) (2 * k)) (p p' : Fin k) : Mat α 2 2 :=
   fun b b' => M (planeIdx p b) (planeIdx p' b')
 
+/-- Entries of a block-diagonal matrix in plane coordinates. -/
 theorem blockDiag_planeIdx {k : Nat} (B : Fin k → Mat α 2 2) (p p' : Fin k) (b b' : Fin 2) :
     blockDiag B (planeIdx p b) (planeIdx p' b') = if p = p' then B p b b' else 0 := by
   simp only [blockDiag, planeOf_planeIdx, coordOf_planeIdx]

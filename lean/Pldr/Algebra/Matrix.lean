@@ -19,7 +19,7 @@ The notations `A ⬝ B` and `Aᵀ` are declared `local` in every file that uses 
 Row vectors are `1 × n` matrices, so that the paper's `q R_mᵀ G R_n kᵀ` is literally the
 `(0, 0)` entry of a product of matrices.
 
-Everything is proved from the ring axioms; there are no unproved assumptions.
+Everything is proved from the ring laws; there are no unproved assumptions.
 -/
 
 public noncomputable section
@@ -74,15 +74,23 @@ instance : Add (Mat α m n) := ⟨add⟩
 instance : Sub (Mat α m n) := ⟨sub⟩
 instance : HSMul α (Mat α m n) (Mat α m n) := ⟨smul⟩
 
+/-- Entries of a product. -/
 @[simp] theorem mul_apply (A : Mat α m n) (B : Mat α n p) (i : Fin m) (k : Fin p) :
     (A ⬝ B) i k = finSum fun j => A i j * B j k := rfl
+/-- Entries of a transpose. -/
 @[simp] theorem transpose_apply (A : Mat α m n) (i : Fin n) (j : Fin m) : Aᵀ i j = A j i := rfl
+
+/-- Entries of the identity. -/
 @[simp] theorem one_apply (i j : Fin n) : (1 : Mat α n n) i j = if i = j then 1 else 0 := rfl
+/-- Entries of the zero matrix. -/
 @[simp] theorem zero_apply (i : Fin m) (j : Fin n) : (0 : Mat α m n) i j = 0 := rfl
+/-- Entries of a sum. -/
 @[simp] theorem add_apply (A B : Mat α m n) (i : Fin m) (j : Fin n) :
     (A + B) i j = A i j + B i j := rfl
+/-- Entries of a difference. -/
 @[simp] theorem sub_apply (A B : Mat α m n) (i : Fin m) (j : Fin n) :
     (A - B) i j = A i j - B i j := rfl
+/-- Entries of a scalar multiple. -/
 @[simp] theorem smul_apply (c : α) (A : Mat α m n) (i : Fin m) (j : Fin n) :
     (c • A) i j = c * A i j := rfl
 

@@ -15,7 +15,7 @@ ordered ring: sums of nonnegative terms are nonnegative, and sums are monotone.
 (No `∑` notation is exported: custom notation cannot cross module boundaries in the
 WebAssembly Lean build this project uses, so sums are written `finSum fun i => f i`.)
 
-Everything here is proved from the ring axioms of `Lean.Grind.CommRing` (and of
+Everything here is proved from the ring laws of `Lean.Grind.CommRing` (and of
 `Lean.Grind.OrderedRing` for the order lemmas); there are no unproved assumptions.
 -/
 
