@@ -194,12 +194,23 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
             _e(s["max_rel"]),
             _e(s["median_rel"]),
             _e(s["tolerance"]),
+            _g(s.get("worst_ratio"), ".2f"),
             "pass" if s["passed"] else "**FAIL**",
         ]
         for s in cc["summary"]
     ]
     lines += _table(
-        ["dtype", "path", "stage", "cases", "max rel. error", "median", "tolerance", "result"],
+        [
+            "dtype",
+            "path",
+            "stage",
+            "cases",
+            "max rel. error",
+            "median",
+            "its tolerance",
+            "worst error/tol.",
+            "result",
+        ],
         rows,
     )
     lines += ["", "<details><summary>every comparison</summary>", ""]
