@@ -8,6 +8,9 @@ Profiles (chosen by the environment variable ``HYPOTHESIS_PROFILE``, default ``c
     ``print_blob`` so a failure prints the blob that reproduces it.
 ``dev``
     ten times the examples, random, with the local example database: deeper local runs.
+``mutation``
+    the ``ci`` examples without the shrink phase: a mutant is killed by the first failing
+    example, and shrinking it would only cost time (``tox -e mutation``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ settings.register_profile(
     database=None,
     suppress_health_check=_SUPPRESS,
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+)
+settings.register_profile(
+    "mutation",
+    settings.get_profile("ci"),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
 settings.register_profile(
     "dev",
