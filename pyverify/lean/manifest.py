@@ -165,6 +165,8 @@ def statements(
     result: dict[str, str] = {}
     for i, name in enumerate(names):
         text = by_line.get(i + 2)
+        if text is not None:
+            text = text.removeprefix("@")  # printed so when the theorem has implicit arguments
         if text is None or not text.startswith(name):
             raise ToolchainError(f"Lean printed no statement for {name}")
         result[name] = _normalise(text[len(name) :].lstrip().removeprefix(":").strip())
