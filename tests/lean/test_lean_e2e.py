@@ -29,6 +29,10 @@ namespace Pldr.Good
 /-- [softmax_shift] a stand-in statement (the word sorry in a comment is harmless). -/
 theorem double_eq (n : Nat) : double n = 2 * n := by unfold double; omega
 
+/-- [rope_group] implicit arguments make Lean print the statement as `@name : ...`. -/
+theorem comm_implicit {α : Type} (f : α → α → α) (h : ∀ a b, f a b = f b a) (x y : α) :
+    f x y = f y x := h x y
+
 end Pldr.Good
 end
 """
@@ -119,6 +123,8 @@ def test_clean_package_builds_caches_and_lists_theorems(toolchain: Toolchain, tm
     assert rows["Pldr.double_add"]["statement"].startswith(
         "∀ (a b : Nat), Pldr.Good.double (a + b)"
     )
+    implicit = rows["Pldr.Good.comm_implicit"]["statement"]
+    assert implicit.startswith("∀ {α : Type} (f : α → α → α)"), implicit
 
     # editing a dependency rebuilds it and its importers, nothing else
     (project / "Pldr" / "Good.lean").write_text(GOOD.replace("Doubling,", "Doubling (edited),"))
