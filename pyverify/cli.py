@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyverify import crosscheck, diagnose, report
 from pyverify.lean.project import ProjectError
 from pyverify.lean.toolchain import ToolchainError
 
@@ -127,21 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trace", help="theorem ID x implementation matrix of the property tests")
     p.set_defaults(func=cmd_trace)
 
-    p = sub.add_parser("crosscheck", help="kernels vs float64 reference vs mpmath, per stage")
-    p.add_argument("--quick", action="store_true", help="a small sweep (about a minute)")
-    p.add_argument("--device", action="append", help="cpu, cuda (repeatable; default: all)")
-    p.add_argument("--dtype", action="append", help="float64, float32, bfloat16, float16")
-    p.add_argument("--shard", default="1/1", help="run part k of n of the sweep, e.g. 2/4")
-    p.set_defaults(func=cmd_crosscheck)
-
-    p = sub.add_parser("diagnose", help="diagnostics of a G cache (trained, controls or a file)")
-    p.add_argument(
-        "source",
-        nargs="?",
-        default="trained",
-        help="trained | identity | random_normal | an .npz holding G_LM (layers, heads, dk, dk)",
-    )
-    p.set_defaults(func=cmd_diagnose)
+    for module in (crosscheck, diagnose, report):
+        module.register_cli(sub)
 
     p = sub.add_parser("bench", help="benchmark ratios P1-P3, measured side by side")
     p.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -149,13 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="also save the JSON here")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("report", help="regenerate reports/ (proofs, tests, checks, benchmarks)")
-    p.add_argument("--out", help="output folder (default: <repo>/reports)")
-    p.add_argument("--quick", action="store_true", help="quick cross-check sweep")
-    p.add_argument("--no-lean", action="store_true", help="skip the Lean build")
-    p.add_argument("--no-tests", action="store_true", help="skip the property tests")
-    p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
-    p.set_defaults(func=cmd_report)
     return parser
 
 
@@ -167,29 +148,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return run_trace(repo_root())
 
 
-def cmd_crosscheck(args: argparse.Namespace) -> int:
-    """Run the cross-check sweep and print its table."""
-    from pyverify.crosscheck import format_crosscheck, parse_shard, run_crosscheck
-
-    result = run_crosscheck(
-        devices=args.device,
-        dtypes=args.dtype,
-        quick=args.quick,
-        shard=parse_shard(args.shard),
-        progress=_progress,
-    )
-    print(format_crosscheck(result))
-    return 0 if result.ok else 1
-
-
-def cmd_diagnose(args: argparse.Namespace) -> int:
-    """Print the diagnostics of one G cache."""
-    from pyverify.diagnose import format_diagnostics, run_diagnose
-
-    print(format_diagnostics(run_diagnose(args.source, progress=_progress)))
-    return 0
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the benchmarks and print the ratio table."""
     from pyverify.bench import format_table, run_bench
@@ -198,22 +156,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=_progress)
     print(format_table(result))
     return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    """Regenerate the reports."""
-    from pyverify.paths import repo_root
-    from pyverify.report import generate_report
-
-    out = Path(args.out) if args.out else repo_root() / "reports"
-    return generate_report(
-        out,
-        lean=not args.no_lean,
-        tests=not args.no_tests,
-        bench=not args.no_bench,
-        quick=args.quick,
-        progress=_progress,
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

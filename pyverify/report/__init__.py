@@ -43,14 +43,14 @@ def _cmd(args: Any) -> int:
         lean=not args.no_lean,
         tests=not args.no_tests,
         bench=not args.no_bench,
-        quick=not args.full,
+        quick=args.quick,
     )
 
 
 def register_cli(sub: Any) -> None:
     """Add the ``report`` sub-command to an ``argparse`` sub-parsers object.
 
-    ``pyverify report [-o DIR] [--no-lean] [--no-tests] [--no-bench] [--full]``;
+    ``pyverify report [-o DIR] [--no-lean] [--no-tests] [--no-bench] [--quick]``;
     exit status 0 when everything passed.
     """
     p = sub.add_parser("report", help="regenerate reports/ (proofs, tests, cross-checks, ...)")
@@ -58,5 +58,5 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--no-lean", action="store_true", help="skip the Lean build")
     p.add_argument("--no-tests", action="store_true", help="skip the property tests")
     p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
-    p.add_argument("--full", action="store_true", help="the full cross-check sweep (not quick)")
+    p.add_argument("--quick", action="store_true", help="the quick cross-check sweep")
     p.set_defaults(func=_cmd)

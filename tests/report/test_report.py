@@ -266,4 +266,7 @@ def test_cli_options(monkeypatch, tmp_path):
     rep.register_cli(parser.add_subparsers())
     args = parser.parse_args(["report", "-o", str(tmp_path), "--no-lean", "--no-bench"])
     assert args.func(args) == 0
-    assert seen == {"out": tmp_path, "lean": False, "tests": True, "bench": False, "quick": True}
+    assert seen == {"out": tmp_path, "lean": False, "tests": True, "bench": False, "quick": False}
+    args = parser.parse_args(["report", "-o", str(tmp_path), "--quick"])
+    assert args.func(args) == 0
+    assert seen["quick"] is True and seen["lean"] is True
