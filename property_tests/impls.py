@@ -14,6 +14,7 @@ the metric learner and softmax in float32) and of the dtype results are rounded 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +85,39 @@ class Impl:
         """``x`` rounded to the implementation's dtype (returned as float64)."""
         t = torch.as_tensor(np.asarray(x, dtype=np.float64)).to(TORCH_DTYPES[self.dtype])
         return t.to(torch.float64).numpy()
+
+
+def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
+    """The head parameters as the implementation holds them: rounded to its compute dtype.
+
+    The kernels run the metric learner in float32 for float32/bf16/fp16 inputs, so the
+    exact function they approximate is the spec's formula at the float32-rounded weights
+    (and epsilons); float64 implementations use the parameters as given.
+    """
+    if impl.u_compute == UNIT_ROUNDOFF["float64"]:
+        return params
+
+    def r(x):
+        return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+    def blk(b):
+        return dataclasses.replace(
+            b, **{f: r(getattr(b, f)) for f in ("W1", "b1", "W2", "b2", "W3", "b3")}
+        )
+
+    units = [
+        dataclasses.replace(
+            un, dense=[blk(b) for b in un.dense], ln_gamma=r(un.ln_gamma), ln_beta=r(un.ln_beta)
+        )
+        for un in params.reslayers
+    ]
+    return dataclasses.replace(
+        params,
+        reslayers=units,
+        **{f: r(getattr(params, f)) for f in ("ln0_gamma", "ln0_beta", "W", "b", "P", "a", "b_a")},
+        ln_eps=float(np.float32(params.ln_eps)),
+        metric_eps=float(np.float32(params.metric_eps)),
+    )
 
 
 def attention_bound(impl: Impl, q, G, k, v) -> float:

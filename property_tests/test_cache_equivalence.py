@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from impls import ALL, FLOAT, impl_ids, model_tolerance
+from impls import ALL, FLOAT, attention_bound, impl_ids, model_tolerance
 from strategies import (
     arrays,
     decoder_constant_g,
@@ -32,7 +32,7 @@ from strategies import (
     with_constant_g,
 )
 
-from pyverify.reference import Decoder, DecoderParams
+from pyverify.reference import Decoder, DecoderParams, mp
 from pyverify.reference.numpy_head import layer_norm_rows
 
 pytestmark = pytest.mark.theorem("cache_equivalence")
@@ -149,3 +149,18 @@ def test_trained_operator_as_invariant_metric(impl, head, toks, seed):
     tol = model_tolerance(impl, ref, len(toks), G) * np.max(np.abs(full))
     steps = model.decode(toks[:1], toks[1:], G=G)
     assert np.max(np.abs(steps - full[1:])) <= tol
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(head_cases())
+def test_recomputing_and_cached_layers_compute_exact_attention_with_their_g(impl, case):
+    """Against exact arithmetic: both layers are within attention_bound of the exact
+    softmax(Q G K^T / sqrt(dk)) V (mpmath) with the G they used (so the bitwise equality
+    above is an equality of correct layers, not of two equally wrong ones)."""
+    q, k, v, params, G, causal = case
+    q, k, v = impl.round(q), impl.round(k), impl.round(v)
+    for res in (impl.plga(q, k, v, params, causal=causal),
+                impl.plga(q, k, v, params, G=G, causal=causal)):  # fmt: skip
+        want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=res.G, dps=30)[0])
+        bound = attention_bound(impl, q, res.G, k, v) + 2**-53 * np.abs(want)
+        assert np.all(np.abs(res.out - want) <= bound)

@@ -43,7 +43,7 @@ from strategies import (
 )
 
 import pyverify.kernels as kern
-from pyverify.reference import Decoder
+from pyverify.reference import Decoder, mp
 
 pytestmark = pytest.mark.theorem("collapse_absorption")
 
@@ -251,3 +251,23 @@ def test_absorption_before_rational_rotation_exactly(planes, data):
     G = block_diag([[[x, -y], [y, x]] for _, x, y in planes])
     Y = data.draw(fraction_matrix(3, dk))
     assert matmul(matmul(Y, G), transpose(R)) == matmul(matmul(Y, transpose(R)), G)
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(collapse_cases())
+def test_constant_g_layer_output_is_exact_generalised_sdpa_within_bound(impl, case):
+    """Against exact arithmetic: the G-cached head and (kernels) the collapsed fast path are
+    within attention_bound of the exact softmax(Q G* K^T / sqrt(dk)) V (mpmath), G* as the
+    implementation holds it (float32 for the low-precision kernels). The fast path rounds
+    Q G* to the dtype: u_io |Q||G*| more on the scores, 2 u_io M max|v| on the output."""
+    q, k, v, G, params, causal = case
+    q, k, v, G = impl.round(q), impl.round(k), impl.round(v), impl.round(G)
+    G_used = G if impl.dtype == "float64" else G.astype(np.float32).astype(np.float64)
+    want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=G_used, dps=30)[0])
+    bound = attention_bound(impl, q, G_used, k, v) + U64 * np.abs(want)
+    assert np.all(np.abs(impl.plga(q, k, v, params, G=G, causal=causal).out - want) <= bound)
+    if impl.name == "kernels":
+        M = float(np.max(np.abs(q) @ np.abs(G_used) @ np.abs(k).T)) / np.sqrt(q.shape[1])
+        fast = impl.collapsed(q, k, v, G, causal=causal)
+        extra = 2 * impl.u_io * M * float(np.max(np.abs(v)))
+        assert np.all(np.abs(fast - want) <= bound + extra)

@@ -14,11 +14,20 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
+from bounds import (
+    SAFETY,
+    U64,
+    density_bound,
+    energy_bound,
+    metric_learner_bound,
+    metric_tensor_bound,
+    power_law_bound,
+)
 from hypothesis import given, reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, REFERENCE, impl_ids
-from strategies import arrays, head_params
+from impls import ALL, REFERENCE, impl_ids, params_as_used
+from strategies import arrays, examples, floats, head_params
 
 import pyverify.kernels as kern
 from pyverify.reference import PowerLawOverflowError
@@ -76,10 +85,16 @@ def test_positivity_from_any_metric_learner_output(impl, dk, data):
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
-@given(hnp.arrays(np.float64, st.integers(1, 64), elements=st.floats(allow_nan=False)))
+@given(
+    hnp.arrays(
+        np.float64, st.integers(1, 64), elements=st.floats(allow_nan=False, allow_infinity=False)
+    )
+)
 def test_iswiglu_is_nonnegative_for_every_float(impl, x):
-    """iSwiGLU(x) = x silu(x) >= 0 for every float64, infinities and signed zeros included
-    (values beyond ~1e154 overflow to +inf, still >= 0; never NaN)."""
+    """iSwiGLU(x) = x silu(x) >= 0 for every finite float64, signed zeros and subnormals
+    included (values beyond ~1e154 overflow to +inf, still >= 0; never NaN). Infinite
+    inputs are outside the domain: the head rejects non-finite inputs, and
+    iSwiGLU(-inf) = -inf * silu(-inf) = -inf * (-inf * 0) is NaN."""
     y = nh.iswiglu(x)
     assert not np.any(np.isnan(y))
     assert np.all(y >= 0)
@@ -104,3 +119,79 @@ def test_positivity_beyond_float_range_in_mpmath(case):
     assert all(x > 0 for row in A_LM for x in row)
     assert all(x >= ctx.mpf(1e-9) for row in A_LM for x in row)
     assert all(x > 0 for row in A_P for x in row)
+
+
+# --------------------------------------------------------------------------- the formulas
+# The positivity above is only worth something if A_LM and A_P are the spec's tensors:
+# each implementation's iSwiGLU, A_LM = iSwiGLU(W A + b) + eps and A_P = A_LM ** P are
+# compared with the mpmath reference on the implementation's own inputs, within the
+# first-order forward error bounds of bounds.py (doubled: SAFETY).
+
+
+def _ctx():
+    ctx = mpmath.MPContext()
+    ctx.dps = 30
+    return ctx
+
+
+@pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
+@given(hnp.arrays(np.float64, st.integers(1, 32), elements=floats(40.0)))
+def test_activations_are_the_spec_formulas(impl, x):
+    """sigmoid = 1/(1 + e^-x), silu = x sigmoid(x), iSwiGLU = x^2 sigmoid(x), to within 4u,
+    6u, 8u relative (exp within 1 ulp; then at most 2, 3, 4 roundings), doubled."""
+    ctx = _ctx()
+    for fn, ref, k in (
+        (nh.sigmoid, lambda t: 1 / (1 + ctx.exp(-t)), 4),
+        (nh.silu, lambda t: t / (1 + ctx.exp(-t)), 6),
+        (nh.iswiglu, lambda t: t * t / (1 + ctx.exp(-t)), 8),
+    ):
+        got = fn(x)
+        want = np.array([float(ref(ctx.mpf(float(t)))) for t in x])
+        assert np.all(np.abs(got - want) <= SAFETY * k * U64 * np.abs(want) + U64 * np.abs(want))
+
+
+@st.composite
+def formula_cases(draw):
+    s = draw(st.integers(1, 6))
+    dk = draw(st.sampled_from([2, 4, 6]))
+    return draw(arrays((s, dk), 2.0)), draw(head_params(dk))
+
+
+@pytest.mark.theorem("cache_equivalence")
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@examples(20)
+@given(formula_cases())
+def test_deductive_tensors_are_the_spec_formulas(impl, case):
+    """A = Phi(LN_rows(Q^T Q)), A_LM = iSwiGLU(W A + b) + eps, A_P = A_LM ** P and
+    G = a A_P + b_a (the operator cache_equivalence caches), each against mpmath.
+
+    A is compared with the exact chain from the (rounded) queries, within the propagated
+    bound of the density and the metric learner; A_LM, A_P, G with the exact stage applied
+    to the implementation's own previous tensor, within the stage's local bound.
+    """
+    q, params = case
+    q = impl.round(q)
+    u = impl.u_compute
+    try:
+        res = impl.deductive(q, params)
+    except OVERFLOW:
+        reject()
+    params = params_as_used(impl, params)  # the exact formula at the weights actually used
+    ctx = _ctx()
+    eps = params.ln_eps
+
+    def close(got, exact_mp, bound):
+        want = rmp.to_numpy(exact_mp)
+        return np.all(np.abs(got - want) <= SAFETY * bound + U64 * np.abs(want))
+
+    A0 = rmp.layer_norm_rows(rmp.density(q, ctx), params.ln0_gamma, params.ln0_beta, eps, ctx)
+    A_exact = rmp.metric_learner(A0, params.reslayers, eps, ctx)
+    _, dA = metric_learner_bound(q.T @ q, density_bound(q, u), params, u)
+    assert close(res.A, A_exact, dA)
+    A_LM_exact = rmp.metric_tensor(res.A, params.W, params.b, params.metric_eps, ctx)
+    assert close(res.A_LM, A_LM_exact, metric_tensor_bound(res.A, params, u))
+    assert close(
+        res.A_P, rmp.power_law(res.A_LM, params.P, ctx), power_law_bound(res.A_LM, params.P, u)
+    )
+    G_exact = rmp.energy_curvature(res.A_P, params.a, params.b_a, ctx)
+    assert close(res.G, G_exact, energy_bound(res.A_P, params, u))

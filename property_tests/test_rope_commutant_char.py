@@ -15,7 +15,7 @@ import torch
 from exact import J, add, block_diag, eye, matmul, rot, scale
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from impls import ALL, UNIT_ROUNDOFF, impl_ids, kernels
+from impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids, kernels
 from strategies import (
     arrays,
     commutant_matrix,
@@ -198,13 +198,17 @@ def test_kernel_commutant_projection(impl, dk, data):
     basis = torch.eye(dk * dk, dtype=impl.tdtype, device=impl.device).view(dk * dk, dk, dk)
     images = kern.project_to_rope_commutant(basis).reshape(dk * dk, dk * dk).double().cpu()
     assert int(torch.linalg.matrix_rank(images)) == dk
-    # self-adjoint (an orthogonal projection): <P A, B> = <A, P B>; fp32 sums of dk^2 terms
+    # self-adjoint (an orthogonal projection): <P A, B> = <A, P B>. Each side's projected
+    # matrix is rounded to the dtype (u_io relative per entry); the inner products of dk^2
+    # terms are then exact-ish in float64 (gamma_{dk^2}(u64)):
+    #   |lhs - rhs| <= (u_io + gamma_{dk^2}(u64)) (sum |P A||B| + sum |A||P B|)
     B = impl.t(data.draw(arrays((dk, dk), 4.0)))
+    PB = kern.project_to_rope_commutant(B)
     lhs = float((P.double() * B.double()).sum())
-    rhs = float((G.double() * kern.project_to_rope_commutant(B).double()).sum())
-    # each side: dk^2 products of dtype values, exact in float64; entries of P B rounded once
-    # to the dtype (u_io relative): |diff| <= 2 u_io sum |G| |B| + float64 sums
-    bound = 2 * impl.u_io * float((G.double().abs() * B.double().abs()).sum()) + 1e-12
+    rhs = float((G.double() * PB.double()).sum())
+    mass = float((P.double().abs() * B.double().abs()).sum())
+    mass += float((G.double().abs() * PB.double().abs()).sum())
+    bound = (impl.u_io + gamma(dk * dk, U64)) * mass
     assert abs(lhs - rhs) <= bound
 
 

@@ -132,3 +132,18 @@ def test_oracle_sdpa_is_torch_sdpa():
     from pyverify.kernels import sdpa
 
     assert torch.equal(sdpa(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(cases())
+def test_identity_operator_output_is_exact_sdpa_within_bound(impl, case):
+    """Against exact arithmetic: the head with G = I is within attention_bound of the exact
+    softmax(Q K^T / sqrt(dk)) V (mpmath, 30 digits, on the same rounded inputs)."""
+    q, k, v, params, causal = case
+    q, k, v = impl.round(q), impl.round(k), impl.round(v)
+    dk = q.shape[1]
+    got = impl.plga(q, k, v, params, G=np.eye(dk), causal=causal).out
+    want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=np.eye(dk), dps=30)[0])
+    assert np.all(
+        np.abs(got - want) <= attention_bound(impl, q, None, k, v) + 2**-53 * np.abs(want)
+    )
