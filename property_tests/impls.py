@@ -254,6 +254,16 @@ class ReferenceImpl(Impl):
         q = np.asarray(q, dtype=np.float64)
         return self.plga(q, q, q, params)
 
+    def plga_batched(self, q, k, v, heads: list[PLGAParams], *, G=None) -> list[list[HeadOut]]:
+        """(B, H, S, dk) inputs, one parameter set per head: ``[b][h]`` results (a loop)."""
+        return [
+            [
+                self.plga(q[b, h], k[b, h], v[b, h], heads[h], G=None if G is None else G[b, h])
+                for h in range(q.shape[1])
+            ]
+            for b in range(q.shape[0])
+        ]
+
     def energy(self, A, params: PLGAParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Steps 4-6 from the metric-learner output ``A``: ``(A_LM, A_P, G)``."""
         A_LM = nh.metric_tensor(A, params.W, params.b, params.metric_eps)
@@ -348,6 +358,22 @@ class KernelsImpl(Impl):
             return None if x is None else _np(x.reshape(x.shape[-2:]))
 
         return HeadOut(_np(out[0, 0]), sq(ded.A), sq(ded.A_LM), sq(ded.A_P), sq(ded.G))
+
+    def plga_batched(self, q, k, v, heads: list[PLGAParams], *, G=None) -> list[list[HeadOut]]:
+        """One batched multi-head call on (B, H, S, dk) inputs: ``[b][h]`` results."""
+        out, ded = kern.plga_attention(
+            self.t(q), self.t(k), self.t(v), self.heads(heads), causal=True,
+            G=None if G is None else self.t(G, self.cdtype), return_deductive=True,
+        )  # fmt: skip
+
+        def sl(x, b, h):
+            return None if x is None else _np(x.expand(*out.shape[:2], *x.shape[-2:])[b, h])
+
+        def one(b, h):
+            parts = (sl(getattr(ded, n), b, h) for n in ("A", "A_LM", "A_P", "G"))
+            return HeadOut(_np(out[b, h]), *parts)
+
+        return [[one(b, h) for h in range(out.shape[1])] for b in range(out.shape[0])]
 
     def collapsed(self, q, k, v, G, *, causal=True, precision="rounded") -> np.ndarray:
         """``collapsed_attention``: SDPA on ``Q G`` (the fast path)."""

@@ -89,6 +89,13 @@ def head_params(draw, dk: int, p_range: tuple[float, float] = (0.5, 1.5)) -> PLG
     )
 
 
+@st.composite
+def multi_head_params(draw, dk: int, H: int) -> list[PLGAParams]:
+    """H heads sharing one metric-learner structure (as a batched layer needs)."""
+    a_dff, units, dense = draw(st.integers(1, 8)), draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    return [PLGAParams.random(dk, a_dff, units, dense, seed=draw(seeds)) for _ in range(H)]
+
+
 def with_constant_g(params: PLGAParams, G: np.ndarray) -> PLGAParams:
     """The spec's invariant metric: ``a = 0``, ``b_a = G`` so that ``G(X) = G`` for all X.
 

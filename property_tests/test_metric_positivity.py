@@ -26,8 +26,8 @@ from bounds import (
 from hypothesis import given, reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, REFERENCE, impl_ids, params_as_used
-from strategies import arrays, examples, floats, head_params
+from impls import ALL, REFERENCE, attention_bound, impl_ids, params_as_used
+from strategies import arrays, examples, floats, head_params, multi_head_params
 
 import pyverify.kernels as kern
 from pyverify.reference import PowerLawOverflowError
@@ -152,31 +152,38 @@ def test_activations_are_the_spec_formulas(impl, x):
 
 @st.composite
 def formula_cases(draw):
-    s = draw(st.integers(1, 6))
+    B, H = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    s = draw(st.integers(1, 5))
     dk = draw(st.sampled_from([2, 4, 6]))
-    return draw(arrays((s, dk), 2.0)), draw(head_params(dk))
+    return draw(arrays((B, H, s, dk), 2.0)), draw(multi_head_params(dk, H))
 
 
 @pytest.mark.theorem("cache_equivalence")
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
-@examples(20)
+@examples(15)
 @given(formula_cases())
 def test_deductive_tensors_are_the_spec_formulas(impl, case):
     """A = Phi(LN_rows(Q^T Q)), A_LM = iSwiGLU(W A + b) + eps, A_P = A_LM ** P and
-    G = a A_P + b_a (the operator cache_equivalence caches), each against mpmath.
+    G = a A_P + b_a (the operator cache_equivalence caches), each against mpmath, for every
+    (batch, head) of one batched multi-head call (B, H in {1, 2}: the kernels' row layout).
 
     A is compared with the exact chain from the (rounded) queries, within the propagated
     bound of the density and the metric learner; A_LM, A_P, G with the exact stage applied
-    to the implementation's own previous tensor, within the stage's local bound.
+    to the implementation's own previous tensor, within the stage's local bound; the output
+    with exact attention under the implementation's G (attention_bound).
     """
-    q, params = case
+    q, heads = case
     q = impl.round(q)
     u = impl.u_compute
     try:
-        res = impl.deductive(q, params)
+        results = impl.plga_batched(q, q, q, heads)
     except OVERFLOW:
         reject()
-    params = params_as_used(impl, params)  # the exact formula at the weights actually used
+    for b, h in np.ndindex(*q.shape[:2]):
+        _check_formulas(impl, q[b, h], params_as_used(impl, heads[h]), results[b][h], u)
+
+
+def _check_formulas(impl, q, params, res, u):
     ctx = _ctx()
     eps = params.ln_eps
 
@@ -195,3 +202,7 @@ def test_deductive_tensors_are_the_spec_formulas(impl, case):
     )
     G_exact = rmp.energy_curvature(res.A_P, params.a, params.b_a, ctx)
     assert close(res.G, G_exact, energy_bound(res.A_P, params, u))
+    out = rmp.to_numpy(rmp.plga_forward(q, q, q, params, True, G=res.G, dps=30)[0])
+    assert np.all(
+        np.abs(res.out - out) <= attention_bound(impl, q, res.G, q, q) + U64 * np.abs(out)
+    )
