@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pyverify import crosscheck, diagnose, report
 from pyverify.lean.project import ProjectError
 from pyverify.lean.toolchain import ToolchainError
 
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _lean_project(args: argparse.Namespace) -> Path:
@@ -128,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trace", help="theorem ID x implementation matrix of the property tests")
     p.set_defaults(func=cmd_trace)
 
-    for module in (crosscheck, diagnose, report):
-        module.register_cli(sub)
+    _register_crosscheck(sub)
+    _register_diagnose(sub)
+    _register_report(sub)
 
     p = sub.add_parser("bench", help="benchmark ratios P1-P3, measured side by side")
     p.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -156,6 +161,120 @@ def cmd_bench(args: argparse.Namespace) -> int:
     result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=_progress)
     print(format_table(result))
     return 0
+
+
+def _cmd_crosscheck(args: argparse.Namespace) -> int:
+    """Run ``pyverify crosscheck``."""
+    from pyverify.crosscheck import format_crosscheck, parse_shard, run_crosscheck
+
+    result = run_crosscheck(
+        devices=args.device,
+        dtypes=args.dtype,
+        quick=args.quick,
+        shard=parse_shard(args.shard),
+        progress=None if args.no_progress else _progress,
+    )
+    print(format_crosscheck(result))
+    if args.json:
+        _write_json(Path(args.json), result.to_dict())
+    return 0 if result.ok else 1
+
+
+def _register_crosscheck(sub: Any) -> None:
+    """Add the ``crosscheck`` sub-command to an ``argparse`` sub-parsers object.
+
+    ``pyverify crosscheck [--device D ...] [--dtype T ...] [--quick] [--shard k/n]
+    [--json FILE]``; exit status 0 when every comparison passed, 1 otherwise.
+    """
+    p = sub.add_parser(
+        "crosscheck",
+        help="kernels vs float64 reference vs mpmath, every stage, dtype and device",
+    )
+    p.add_argument(
+        "--device",
+        action="append",
+        default=None,
+        help="torch device (repeatable; default: every available one)",
+    )
+    p.add_argument(
+        "--dtype",
+        action="append",
+        default=None,
+        help="float64, float32, bfloat16, float16 (repeatable; default: all)",
+    )
+    p.add_argument("--quick", action="store_true", help="the quick sweep (about a minute)")
+    p.add_argument("--shard", default="1/1", help="run shard k of n (k/n), for CI matrices")
+    p.add_argument("--json", default=None, help="also write the rows as JSON to this file")
+    p.add_argument("--no-progress", action="store_true", help="no per-case lines on stderr")
+    p.set_defaults(func=_cmd_crosscheck)
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    """Run ``pyverify diagnose``."""
+    from pyverify.diagnose import format_diagnostics, run_diagnose, run_model_diagnose
+
+    prog = None if args.no_progress else _progress
+    results = []
+    for name in args.files or (["trained"] if not args.model else []):
+        d = run_diagnose(name, prog)
+        results.append(d)
+        print(format_diagnostics(d))
+        print()
+    if args.model:
+        d = run_model_diagnose(seed=args.seed, progress=prog)
+        results.append(d)
+        print(format_diagnostics(d))
+    if args.json:
+        _write_json(Path(args.json), results if len(results) != 1 else results[0])
+    return 0
+
+
+def _register_diagnose(sub: Any) -> None:
+    """Add the ``diagnose`` sub-command to an ``argparse`` sub-parsers object.
+
+    ``pyverify diagnose [FILE_OR_NAME ...] [--model] [--seed N] [--json FILE]``.
+    """
+    p = sub.add_parser("diagnose", help="diagnostics of G-cache files (and of a live model)")
+    p.add_argument(
+        "files",
+        nargs="*",
+        help="trained, identity, random_normal or a path to an .npz with G_LM (default: trained)",
+    )
+    p.add_argument("--model", action="store_true", help="order parameter / eps_G of a live model")
+    p.add_argument("--seed", type=int, default=0, help="seed of the live model (with --model)")
+    p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=_cmd_diagnose)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    """Run ``pyverify report``."""
+    from pyverify.paths import repo_root
+    from pyverify.report import generate_report
+
+    out = Path(args.output) if args.output else repo_root() / "reports"
+    return generate_report(
+        out,
+        lean=not args.no_lean,
+        tests=not args.no_tests,
+        bench=not args.no_bench,
+        quick=args.quick,
+    )
+
+
+def _register_report(sub: Any) -> None:
+    """Add the ``report`` sub-command to an ``argparse`` sub-parsers object.
+
+    ``pyverify report [-o DIR] [--no-lean] [--no-tests] [--no-bench] [--quick]``;
+    exit status 0 when everything passed.
+    """
+    p = sub.add_parser("report", help="regenerate reports/ (proofs, tests, cross-checks, ...)")
+    p.add_argument("-o", "--output", default=None, help="report folder (default: <repo>/reports)")
+    p.add_argument("--no-lean", action="store_true", help="skip the Lean build")
+    p.add_argument("--no-tests", action="store_true", help="skip the property tests")
+    p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
+    p.add_argument("--quick", action="store_true", help="the quick cross-check sweep")
+    p.set_defaults(func=_cmd_report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -86,7 +86,6 @@ __all__ = [
     "parse_devices",
     "parse_dtypes",
     "parse_shard",
-    "register_cli",
     "run_case",
     "run_crosscheck",
     "shard_cases",
@@ -1035,55 +1034,3 @@ def format_crosscheck(result: CrosscheckResult) -> str:
         f"{len(result.rows)} comparisons, {n_fail} failed{shard}"
     )
     return "\n".join(parts)
-
-
-# --------------------------------------------------------------------------- CLI
-def _cmd(args: Any) -> int:
-    import json
-    import sys
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    result = run_crosscheck(
-        devices=args.device,
-        dtypes=args.dtype,
-        quick=args.quick,
-        shard=parse_shard(args.shard),
-        progress=None if args.no_progress else say,
-    )
-    print(format_crosscheck(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
-    return 0 if result.ok else 1
-
-
-def register_cli(sub: Any) -> None:
-    """Add the ``crosscheck`` sub-command to an ``argparse`` sub-parsers object.
-
-    ``pyverify crosscheck [--device D ...] [--dtype T ...] [--quick] [--shard k/n]
-    [--json FILE]``; exit status 0 when every comparison passed, 1 otherwise.
-    """
-    p = sub.add_parser(
-        "crosscheck",
-        help="kernels vs float64 reference vs mpmath, every stage, dtype and device",
-    )
-    p.add_argument(
-        "--device",
-        action="append",
-        default=None,
-        help="torch device (repeatable; default: every available one)",
-    )
-    p.add_argument(
-        "--dtype",
-        action="append",
-        default=None,
-        help="float64, float32, bfloat16, float16 (repeatable; default: all)",
-    )
-    p.add_argument("--quick", action="store_true", help="the quick sweep (about a minute)")
-    p.add_argument("--shard", default="1/1", help="run shard k of n (k/n), for CI matrices")
-    p.add_argument("--json", default=None, help="also write the rows as JSON to this file")
-    p.add_argument("--no-progress", action="store_true", help="no per-case lines on stderr")
-    p.set_defaults(func=_cmd)

@@ -53,7 +53,6 @@ __all__ = [
     "format_diagnostics",
     "invariance_error",
     "order_parameter",
-    "register_cli",
     "run_diagnose",
     "run_model_diagnose",
 ]
@@ -755,47 +754,3 @@ def format_diagnostics(d: dict) -> str:
             f"{r['absorbable_heads']:>10}"
         )
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- CLI
-def _cmd(args: Any) -> int:
-    import json
-    import sys
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    prog = None if args.no_progress else say
-    results = []
-    for name in args.files or (["trained"] if not args.model else []):
-        d = run_diagnose(name, prog)
-        results.append(d)
-        print(format_diagnostics(d))
-        print()
-    if args.model:
-        d = run_model_diagnose(seed=args.seed, progress=prog)
-        results.append(d)
-        print(format_diagnostics(d))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(results if len(results) != 1 else results[0], fh, indent=2, sort_keys=True)
-            fh.write("\n")
-    return 0
-
-
-def register_cli(sub: Any) -> None:
-    """Add the ``diagnose`` sub-command to an ``argparse`` sub-parsers object.
-
-    ``pyverify diagnose [FILE_OR_NAME ...] [--model] [--seed N] [--json FILE]``.
-    """
-    p = sub.add_parser("diagnose", help="diagnostics of G-cache files (and of a live model)")
-    p.add_argument(
-        "files",
-        nargs="*",
-        help="trained, identity, random_normal or a path to an .npz with G_LM (default: trained)",
-    )
-    p.add_argument("--model", action="store_true", help="order parameter / eps_G of a live model")
-    p.add_argument("--seed", type=int, default=0, help="seed of the live model (with --model)")
-    p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
-    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    p.set_defaults(func=_cmd)

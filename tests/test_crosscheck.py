@@ -140,11 +140,9 @@ def test_crashing_case_becomes_failed_row(monkeypatch):
 
 
 def test_cli_exit_status(monkeypatch, capsys, tmp_path):
-    import argparse
+    from pyverify.cli import build_parser
 
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers()
-    cc.register_cli(sub)
+    parser = build_parser()
     out = tmp_path / "x.json"
     args = parser.parse_args(
         [

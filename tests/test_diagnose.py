@@ -146,11 +146,11 @@ def test_live_model_fluctuates():
 
 
 def test_cli(capsys, tmp_path):
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser()
-    dg.register_cli(parser.add_subparsers())
+    from pyverify.cli import build_parser
+
+    parser = build_parser()
     out = tmp_path / "d.json"
     args = parser.parse_args(["diagnose", "identity", "--no-progress", "--json", str(out)])
     assert args.func(args) == 0

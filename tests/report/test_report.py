@@ -251,9 +251,8 @@ def test_verification_data_is_pure(fake):
 
 
 def test_cli_options(monkeypatch, tmp_path):
-    import argparse
-
     import pyverify.report as rep
+    from pyverify.cli import build_parser
 
     seen = {}
 
@@ -262,8 +261,7 @@ def test_cli_options(monkeypatch, tmp_path):
         return 0
 
     monkeypatch.setattr(rep, "generate_report", fake_generate)
-    parser = argparse.ArgumentParser()
-    rep.register_cli(parser.add_subparsers())
+    parser = build_parser()
     args = parser.parse_args(["report", "-o", str(tmp_path), "--no-lean", "--no-bench"])
     assert args.func(args) == 0
     assert seen == {"out": tmp_path, "lean": False, "tests": True, "bench": False, "quick": False}
