@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -286,6 +287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ToolchainError, ProjectError, FileNotFoundError, ValueError, TypeError) as exc:
         print(f"pyverify: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("pyverify: interrupted", file=sys.stderr)
         return 130
