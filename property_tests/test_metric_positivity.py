@@ -11,6 +11,8 @@ inside the normal range, or skip overflow the implementations report as an error
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath
 import numpy as np
 import pytest
@@ -27,10 +29,10 @@ from hypothesis import given, reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from impls import ALL, REFERENCE, attention_bound, impl_ids, params_as_used
-from strategies import arrays, examples, floats, head_params, multi_head_params
+from strategies import arrays, examples, floats, head_params, multi_head_params, seeds
 
 import pyverify.kernels as kern
-from pyverify.reference import PowerLawOverflowError
+from pyverify.reference import PLGAParams, PowerLawOverflowError
 from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh
 
@@ -206,3 +208,37 @@ def _check_formulas(impl, q, params, res, u):
     assert np.all(
         np.abs(res.out - out) <= attention_bound(impl, q, res.G, q, q) + U64 * np.abs(out)
     )
+
+
+# --------------------------------------------------------------------------- out of range
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.sampled_from([2, 4]), st.floats(-60.0, -20.0), st.floats(-80.0, -45.0), seeds)
+def test_power_law_out_of_range_is_reported_not_returned(impl, dk, b, p, seed):
+    """A_LM ** P > 0 in exact arithmetic; when the dtype cannot hold it, the implementation
+    reports PowerLawOverflowError (never inf/NaN). W = 0, b <= -20 drive A_LM to eps + a
+    few 1e-8 at most, and P <= -45 sends A_LM ** P beyond 1e360 (float64 and float32)."""
+    params = dataclasses.replace(
+        PLGAParams.random(dk, 3, 1, 1, seed=seed),
+        W=np.zeros((dk, dk)), b=np.full((dk, dk), b), P=np.full((dk, dk), p),
+    )  # fmt: skip
+    q = impl.round(np.eye(dk))
+    with pytest.raises(OVERFLOW):  # the power-law subclass, not only its base class
+        impl.deductive(q, params)
+
+
+@pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
+@given(st.sampled_from([2, 4]), st.floats(-30.0, -25.0), seeds)
+def test_energy_and_score_overflow_is_reported(impl, dk, p, seed):
+    """Past the power law: G = a A_P + b_a and the scores Q G K^T may overflow too; the
+    reference reports both as PowerLawOverflowError (its contract: nothing returns inf)."""
+    base = PLGAParams.random(dk, 3, 1, 1, seed=seed)
+    # A_P ~ (1e-9)^p ~ 1e225..1e270 is finite; a = 1e100 makes G overflow
+    params = dataclasses.replace(
+        base, W=np.zeros((dk, dk)), b=np.full((dk, dk), -40.0), P=np.full((dk, dk), p),
+        a=np.full((dk, dk), 1e100),
+    )  # fmt: skip
+    with pytest.raises(PowerLawOverflowError, match="energy_curvature"):
+        impl.deductive(np.eye(dk), params)
+    q = np.full((2, dk), 1e6)
+    with pytest.raises(PowerLawOverflowError, match="scores"):
+        impl.plga(q, q, q, base, G=np.full((dk, dk), 1e300))

@@ -100,6 +100,19 @@ def test_reference_shift_is_bitwise_exact_with_any_mask(impl, data):
     assert np.array_equal(masked_softmax(E + c), masked_softmax(E))
 
 
+@pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
+@given(st.integers(1, 5), st.integers(1, 5), st.data())
+def test_a_row_with_nothing_to_attend_is_rejected(impl, s_q, s_k, data):
+    """The theorem is about non-empty rows: softmax over no entries is undefined, and the
+    reference says so (ValueError naming the rows) instead of returning 0/0 = NaN."""
+    E = data.draw(arrays((s_q, s_k), 5.0))
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
+    empty = data.draw(st.integers(0, s_q - 1))
+    mask[empty] = False
+    with pytest.raises(ValueError, match=f"rows .*{empty}"):
+        masked_softmax(E, mask)
+
+
 @pytest.mark.implementation("reference", dtype="exact")
 @examples(4)
 @given(st.integers(1, 5), st.integers(0, 4))
