@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, reject
 from hypothesis import strategies as st
 from impls import ALL, FLOAT, attention_bound, impl_ids, model_tolerance
 from strategies import (
@@ -32,10 +32,13 @@ from strategies import (
     with_constant_g,
 )
 
-from pyverify.reference import Decoder, DecoderParams, mp
+import pyverify.kernels as kern
+from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
 from pyverify.reference.numpy_head import layer_norm_rows
 
 pytestmark = pytest.mark.theorem("cache_equivalence")
+
+OVERFLOW = (PowerLawOverflowError, kern.PowerLawOverflowError)
 
 
 # --------------------------------------------------------------------------- one layer
@@ -164,3 +167,38 @@ def test_recomputing_and_cached_layers_compute_exact_attention_with_their_g(impl
         want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=res.G, dps=30)[0])
         bound = attention_bound(impl, q, res.G, k, v) + 2**-53 * np.abs(want)
         assert np.all(np.abs(res.out - want) <= bound)
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(head_cases(), st.data())
+def test_metric_learner_cache_equals_g_cache(impl, case, data):
+    """The reference model's KV-cache stores A, not G: steps 4-6 recomputed from a stored A
+    give the stored G again (same operations on the same A: bitwise), so A-cached and
+    G-cached layers agree exactly, for any (not necessarily invariant) metric, also when
+    the queries are only the last rows of the key sequence (decoding)."""
+    q, k, v, params, _, causal = case
+    q, k, v = impl.round(q), impl.round(k), impl.round(v)
+    try:
+        prompt = impl.plga(q, k, v, params, causal=causal)
+    except OVERFLOW:
+        reject()
+    s_new = data.draw(st.integers(1, q.shape[0]))
+    q_new = q[-s_new:]
+    via_a = impl.plga(q_new, k, v, params, A=prompt.A, causal=causal)
+    via_g = impl.plga(q_new, k, v, params, G=prompt.G, causal=causal)
+    assert np.array_equal(via_a.G, prompt.G)
+    assert np.array_equal(via_a.out, via_g.out)
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@examples(15)
+@given(model_cases(), st.data())
+def test_any_stack_a_cached_decoding_equals_g_cached_decoding(impl, case, data):
+    """Whole model, Gram-dependent metric (not invariant): decoding with the stored A
+    (steps 4-6 recomputed each step) equals decoding with the stored G."""
+    ref, _, toks = case
+    n_prompt = data.draw(st.integers(1, len(toks) - 1))
+    model = impl.decoder(ref)
+    via_a = model.decode(toks[:n_prompt], toks[n_prompt:], use_g_cache=False)
+    via_g = model.decode(toks[:n_prompt], toks[n_prompt:], use_g_cache=True)
+    assert np.array_equal(via_a, via_g)

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
-from strategies import arrays, examples, grid_arrays
+from strategies import arrays, examples, grid_arrays, head_params
 
-from pyverify.reference import masked_softmax
+from pyverify.reference import causal_mask, masked_softmax, plga_forward_full
 
 pytestmark = pytest.mark.theorem("softmax_shift")
 
@@ -98,6 +98,32 @@ def test_reference_shift_is_bitwise_exact_with_any_mask(impl, data):
     assert np.all(base[~mask] == 0.0)
     # and the softmax of the whole row (mask None) likewise
     assert np.array_equal(masked_softmax(E + c), masked_softmax(E))
+
+
+@pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
+@given(st.data())
+def test_head_rows_are_the_masked_softmax_of_its_scores(impl, data):
+    """Inside the head: attention rows = masked softmax of the head's scores under the
+    causal mask AND an extra mask (exactly the same function: bitwise), masked entries get
+    weight 0, and shifting each row of the scores leaves the rows unchanged (within the
+    bound above; the scores are not dyadic here, so E + c is rounded)."""
+    s_q = data.draw(st.integers(1, 6))
+    s_k = data.draw(st.integers(s_q, 6))
+    dk = data.draw(st.sampled_from([2, 4]))
+    q, k, v = (data.draw(arrays(shape, 2.0)) for shape in ((s_q, dk), (s_k, dk), (s_k, 3)))
+    G = np.eye(dk) + data.draw(arrays((dk, dk), 1.0)) / dk
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
+    mask[:, 0] = True  # key 0 is causally visible to every query: no empty row
+    causal = data.draw(st.booleans())
+    params = data.draw(head_params(dk))
+    res = plga_forward_full(q, k, v, params, causal, G=G, mask=mask)
+    allowed = (causal_mask(s_q, s_k) if causal else np.ones((s_q, s_k), bool)) & mask
+    assert np.array_equal(res.weights, masked_softmax(res.E, allowed))
+    assert np.all(res.weights[~allowed] == 0)
+    c = data.draw(arrays((s_q, 1), 10.0))
+    shifted = masked_softmax(res.E + c, allowed)
+    tol = shift_tolerance(impl, res.E, c, float(res.weights.max()), exact_inputs=False)
+    assert np.max(np.abs(shifted - res.weights)) <= tol
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
