@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import torch
 from exact import add, block_diag, matmul, ones_col, rot, transpose
 from hypothesis import Phase, assume, find, given, settings
 from hypothesis import strategies as st
@@ -271,3 +272,18 @@ def test_constant_g_layer_output_is_exact_generalised_sdpa_within_bound(impl, ca
         fast = impl.collapsed(q, k, v, G, causal=causal)
         extra = 2 * impl.u_io * M * float(np.max(np.abs(v)))
         assert np.all(np.abs(fast - want) <= bound + extra)
+
+
+@pytest.mark.parametrize("impl", kernels(), ids=impl_ids)
+@given(collapse_cases())
+def test_kernel_attend_is_the_g_cached_head(impl, case):
+    """``kernels.attend`` (steps 7-8 with a given G) is the G-cached head, bitwise; and the
+    kernels' causal default is causal (as the spec's reference API)."""
+    q, k, v, G, _, _ = case
+    q4, k4, v4 = (impl.t(x)[None, None] for x in (q, k, v))
+    G4 = impl.t(G, impl.cdtype)
+    cached = kern.plga_attention(q4, k4, v4, None, G=G4)
+    assert torch.equal(kern.attend(q4, k4, v4, G4), cached)
+    assert torch.equal(kern.attend(q4, k4, v4, G4, causal=True), cached)
+    assert torch.equal(kern.plga_attention(q4, k4, v4, None, G=G4, causal=True), cached)
+    assert torch.equal(kern.sdpa(q4, k4, v4), kern.sdpa(q4, k4, v4, causal=True))

@@ -16,6 +16,7 @@ import dataclasses
 import mpmath
 import numpy as np
 import pytest
+import torch
 from bounds import (
     SAFETY,
     U64,
@@ -28,7 +29,7 @@ from bounds import (
 from hypothesis import given, reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, REFERENCE, attention_bound, impl_ids, params_as_used
+from impls import ALL, REFERENCE, attention_bound, impl_ids, kernels, params_as_used
 from strategies import arrays, examples, floats, head_params, multi_head_params, seeds
 
 import pyverify.kernels as kern
@@ -244,3 +245,33 @@ def test_energy_and_score_overflow_is_reported(impl, dk, p, seed):
     q = np.full((2, dk), 1e6)
     with pytest.raises(PowerLawOverflowError, match="scores"):
         impl.plga(q, q, q, base, G=np.full((dk, dk), 1e300))
+
+
+@pytest.mark.parametrize("impl", kernels(), ids=impl_ids)
+@examples(15)
+@given(formula_cases())
+def test_kernel_public_stages_compose_to_compute_g(impl, case):
+    """The kernels' public stage functions are the pieces of compute_g: the metric learner
+    of the density operator is A, and energy_curvature(A) is (A_LM, A_P, G): bitwise."""
+    q, heads = case
+    q4, hp = impl.t(impl.round(q)), impl.heads(heads)
+    try:
+        ded = kern.compute_g(q4, hp)
+    except OVERFLOW:
+        reject()
+    A = kern.metric_learner(kern.density_operator(q4), hp)
+    assert torch.equal(A, ded.A)
+    for got, want in zip(kern.energy_curvature(A, hp), (ded.A_LM, ded.A_P, ded.G), strict=True):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("impl", kernels("float16"), ids=impl_ids)
+@given(st.integers(1, 4), st.sampled_from([2, 4]), st.floats(300.0, 1e4))
+def test_float16_query_times_g_overflow_is_reported(impl, s, dk, g):
+    """float16 holds at most 65504: Q G beyond it is reported (both precisions), not inf."""
+    q = np.full((s, dk), 255.0)  # |Q G| = 255 g >= 76500 > 65504
+    G = g * np.eye(dk)
+    with pytest.raises(kern.PowerLawOverflowError):
+        impl.plga(q, q, q, None, G=G)
+    with pytest.raises(kern.PowerLawOverflowError):
+        impl.collapsed(q, q, q, G)
