@@ -44,7 +44,8 @@ from strategies import (
 )
 
 import pyverify.kernels as kern
-from pyverify.reference import Decoder, mp
+from pyverify.kernels.head import sdpa_qg
+from pyverify.reference import Decoder, PLGAParams, mp
 
 pytestmark = pytest.mark.theorem("collapse_absorption")
 
@@ -287,3 +288,20 @@ def test_kernel_attend_is_the_g_cached_head(impl, case):
     assert torch.equal(kern.attend(q4, k4, v4, G4, causal=True), cached)
     assert torch.equal(kern.plga_attention(q4, k4, v4, None, G=G4, causal=True), cached)
     assert torch.equal(kern.sdpa(q4, k4, v4), kern.sdpa(q4, k4, v4, causal=True))
+    assert torch.equal(sdpa_qg(q4, k4, v4, G4[None, None]), cached)
+
+
+@pytest.mark.parametrize("impl", kernels("bfloat16", "float16"), ids=impl_ids)
+@given(st.integers(2, 8), st.sampled_from([2, 4, 8]), st.floats(4.0, 16.0), st.data())
+def test_low_precision_g_cached_head_keeps_sdpa_accuracy_on_large_scores(impl, s, dk, g, data):
+    """The G-cached head (compensated Q G* = hi + lo) stays within attention_bound of the
+    exact generalised SDPA also for large scores (G* = g I + N, g in [4, 16]): the split
+    keeps ~16 significant bits of Q G*, so rounding Q G* once (u_io |Q G*| per score, the
+    fast collapsed path's extra error) is not part of its bound."""
+    q, k, v = (impl.round(data.draw(arrays((s, dk), 3.0))) for _ in range(3))
+    G = impl.round(g * np.eye(dk) + data.draw(arrays((dk, dk), 1.0)))
+    G_used = G.astype(np.float32).astype(np.float64)
+    ref = PLGAParams.random(dk, 2, 0, 0, seed=0)
+    want = mp.to_numpy(mp.plga_forward(q, k, v, ref, True, G=G_used, dps=30)[0])
+    got = impl.plga(q, k, v, None, G=G).out
+    assert np.all(np.abs(got - want) <= attention_bound(impl, q, G_used, k, v) + U64 * np.abs(want))

@@ -227,6 +227,10 @@ def test_power_law_out_of_range_is_reported_not_returned(impl, dk, b, p, seed):
     q = impl.round(np.eye(dk))
     with pytest.raises(OVERFLOW):  # the power-law subclass, not only its base class
         impl.deductive(q, params)
+    if impl.name == "kernels":  # the public stage function checks by default too
+        A = impl.t(np.zeros((dk, dk)), impl.cdtype)[None, None]
+        with pytest.raises(kern.PowerLawOverflowError):
+            kern.energy_curvature(A, impl.heads(params))
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
