@@ -295,11 +295,19 @@ def test_kernel_attend_is_the_g_cached_head(impl, case):
 @given(st.integers(2, 8), st.sampled_from([2, 4, 8]), st.floats(4.0, 16.0), st.data())
 def test_low_precision_g_cached_head_keeps_sdpa_accuracy_on_large_scores(impl, s, dk, g, data):
     """The G-cached head (compensated Q G* = hi + lo) stays within attention_bound of the
-    exact generalised SDPA also for large scores (G* = g I + N, g in [4, 16]): the split
-    keeps ~16 significant bits of Q G*, so rounding Q G* once (u_io |Q G*| per score, the
-    fast collapsed path's extra error) is not part of its bound."""
-    q, k, v = (impl.round(data.draw(arrays((s, dk), 3.0))) for _ in range(3))
-    G = impl.round(g * np.eye(dk) + data.draw(arrays((dk, dk), 1.0)))
+    exact generalised SDPA on large scores (G* = g I + N, g in [4, 16]): the split keeps ~16
+    significant bits of Q G*, so the error of rounding Q G* once (the fast collapsed path)
+    is not in its bound. The inputs make that error visible: queries near c (1, ..., 1)
+    and keys that are permutations of one vector give large, close scores whose rounding
+    errors (u_io |Q G*| times different keys) differ from key to key, where softmax's
+    shift invariance cannot hide them."""
+    c = data.draw(st.floats(1.0, 3.0))
+    q = impl.round(c * np.ones((s, dk)) + data.draw(arrays((s, dk), 0.1)))
+    base = data.draw(arrays((dk,), 3.0))
+    perms = data.draw(st.lists(st.permutations(range(dk)), min_size=s, max_size=s))
+    k = impl.round(np.stack([base[list(p)] for p in perms]))
+    v = impl.round(data.draw(arrays((s, dk), 3.0)))
+    G = impl.round(g * np.eye(dk) + data.draw(arrays((dk, dk), 0.25)))
     G_used = G.astype(np.float32).astype(np.float64)
     ref = PLGAParams.random(dk, 2, 0, 0, seed=0)
     want = mp.to_numpy(mp.plga_forward(q, k, v, ref, True, G=G_used, dps=30)[0])
