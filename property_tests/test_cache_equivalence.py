@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import assume, given, reject
 from hypothesis import strategies as st
 from impls import ALL, FLOAT, attention_bound, impl_ids, model_tolerance
@@ -188,6 +189,14 @@ def test_metric_learner_cache_equals_g_cache(impl, case, data):
     via_g = impl.plga(q_new, k, v, params, G=prompt.G, causal=causal)
     assert np.array_equal(via_a.G, prompt.G)
     assert np.array_equal(via_a.out, via_g.out)
+    if impl.name == "kernels":  # an A handed over in the input dtype is computed with in
+        # the compute dtype (exact widening): same result as the widened A, bitwise
+        q4, k4, v4 = (impl.t(x)[None, None] for x in (q_new, k, v))
+        A_in = impl.t(prompt.A)[None, None]  # rounded to the input dtype
+        hp = impl.heads(params)
+        got = kern.plga_attention(q4, k4, v4, hp, A=A_in, causal=causal)
+        want = kern.plga_attention(q4, k4, v4, hp, A=A_in.to(impl.cdtype), causal=causal)
+        assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)

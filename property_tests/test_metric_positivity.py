@@ -227,6 +227,8 @@ def test_power_law_out_of_range_is_reported_not_returned(impl, dk, b, p, seed):
     q = impl.round(np.eye(dk))
     with pytest.raises(OVERFLOW):  # the power-law subclass, not only its base class
         impl.deductive(q, params)
+    with pytest.raises(OVERFLOW):  # the whole head (its default: check_finite=True)
+        impl.plga(q, q, q, params)
     if impl.name == "kernels":  # the public stage function checks by default too
         A = impl.t(np.zeros((dk, dk)), impl.cdtype)[None, None]
         with pytest.raises(kern.PowerLawOverflowError):
