@@ -44,7 +44,7 @@ from strategies import (
 )
 
 import pyverify.kernels as kern
-from pyverify.kernels.head import sdpa_qg
+from pyverify.kernels.head import rotate_query, sdpa_qg
 from pyverify.reference import Decoder, PLGAParams, mp
 
 pytestmark = pytest.mark.theorem("collapse_absorption")
@@ -289,6 +289,9 @@ def test_kernel_attend_is_the_g_cached_head(impl, case):
     assert torch.equal(kern.plga_attention(q4, k4, v4, None, G=G4, causal=True), cached)
     assert torch.equal(kern.sdpa(q4, k4, v4), kern.sdpa(q4, k4, v4, causal=True))
     assert torch.equal(sdpa_qg(q4, k4, v4, G4[None, None]), cached)
+    # the collapsed fast path is, by definition, one SDPA call on Q G* rounded once
+    fast = kern.sdpa(rotate_query(q4, G4[None, None]), k4, v4)
+    assert torch.equal(kern.collapsed_attention(q4, k4, v4, G4), fast)
 
 
 @pytest.mark.parametrize("impl", kernels("bfloat16", "float16"), ids=impl_ids)
