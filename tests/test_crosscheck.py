@@ -163,7 +163,7 @@ def test_cli_exit_status(monkeypatch, capsys, tmp_path):
     assert "crosscheck passed" in capsys.readouterr().out
     assert json.loads(out.read_text())["ok"] is True
     monkeypatch.setattr(
-        cc,
+        cc.runners,  # the sweep driver's own reference
         "run_case",
         lambda case: [
             cc.CrosscheckRow(

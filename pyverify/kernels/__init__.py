@@ -21,6 +21,7 @@ from pyverify.kernels.head import (
     metric_learner,
     plga_attention,
     sdpa,
+    split_query_product,
 )
 from pyverify.kernels.params import HeadParams, SwiGLUParams, UnitParams, from_reference
 from pyverify.kernels.rope import apply_rope, rope_angles, rope_matrix
@@ -49,4 +50,5 @@ __all__ = [
     "rope_commutant_residual",
     "rope_matrix",
     "sdpa",
+    "split_query_product",
 ]

@@ -52,6 +52,7 @@ __all__ = [
     "rotate_query",
     "sdpa",
     "sdpa_qg",
+    "split_query_product",
 ]
 
 
@@ -278,6 +279,13 @@ def rotate_query(q: torch.Tensor, G: torch.Tensor, *, check: bool | None = None)
     return qg
 
 
+def split_query_product(q: torch.Tensor, G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Q G = hi + lo`` in ``q``'s dtype: ``hi = fl(Q G)``, ``lo = fl(Q G - hi)``."""
+    qg = torch.matmul(q.float(), G.float())
+    hi = qg.to(q.dtype)
+    return hi, (qg - hi.float()).to(q.dtype)
+
+
 def sdpa_qg(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -323,9 +331,7 @@ def sdpa_qg(
     if q.dtype in (torch.float64, torch.float32) or precision == "rounded":
         return sdpa(rotate_query(q, G), k, v, causal=causal)
     dk = q.shape[-1]
-    qg = torch.matmul(q.float(), G.float())
-    hi = qg.to(q.dtype)
-    lo = (qg - hi.float()).to(q.dtype)
+    hi, lo = split_query_product(q, G)
     if q.dtype == torch.float16:
         check_finite(hi, "Q G")
     return sdpa(

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import torch
 
+from pyverify.errors import NonFiniteStageError, PowerLawOverflowError
+
 __all__ = [
     "FLOAT_DTYPES",
     "NonFiniteStageError",
@@ -33,31 +35,6 @@ FLOAT_DTYPES: tuple[torch.dtype, ...] = (
     torch.bfloat16,
     torch.float16,
 )
-
-
-class NonFiniteStageError(ValueError):
-    """A non-finite value (inf or NaN) appeared inside the computation.
-
-    Parameters
-    ----------
-    stage : str
-        Name of the stage whose result was not finite.
-    message : str
-        Human-readable description.
-    """
-
-    def __init__(self, stage: str, message: str) -> None:
-        super().__init__(f"[{stage}] {message}")
-        self.stage = stage
-
-
-class PowerLawOverflowError(NonFiniteStageError):
-    """Overflow in the power law ``A_LM ** P`` or in a later stage (``G``, ``Q G``).
-
-    ``A_LM >= metric_eps = 1e-9``, so a strongly negative power ``P`` (or a large
-    ``A_LM`` with a large positive ``P``) exceeds the range of the working
-    precision. Raised instead of returning inf/NaN, as the float64 reference does.
-    """
 
 
 def _shape_str(shape: Sequence[object]) -> str:

@@ -4,6 +4,8 @@ The ground truth every other part of pyverify is checked against:
 
 * :mod:`~pyverify.reference.numpy_head` -- one PLGA head in float64 NumPy
   (:func:`plga_forward` and every stage as a public function);
+* :mod:`~pyverify.reference.batched` -- that head over ``(B, H)`` slices
+  (:func:`plga_forward_batched`);
 * :mod:`~pyverify.reference.mp` -- the same head in mpmath at any precision
   (``mp.plga_forward(..., dps=50)``), written independently;
 * :mod:`~pyverify.reference.rope` -- RoPE as in the reference model;
@@ -21,6 +23,7 @@ Contract (``plga-spec.md``, "Public API of the reference")::
 """
 
 from pyverify.reference import mp
+from pyverify.reference.batched import plga_forward_batched
 from pyverify.reference.data import (
     DATA_DIR_ENV,
     KNOWN_FILES,
@@ -96,6 +99,7 @@ __all__ = [
     "mha_forward",
     "mp",
     "plga_forward",
+    "plga_forward_batched",
     "plga_forward_full",
     "provenance",
     "rope_angles",

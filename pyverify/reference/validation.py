@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pyverify.errors import NonFiniteStageError, PowerLawOverflowError
+
 __all__ = [
     "NonFiniteStageError",
     "PowerLawOverflowError",
@@ -25,33 +27,6 @@ __all__ = [
     "check_finite_stage",
     "check_positive_int",
 ]
-
-
-class NonFiniteStageError(ValueError):
-    """A non-finite value (inf or NaN) appeared inside the computation.
-
-    Parameters
-    ----------
-    stage : str
-        Name of the stage (function) whose result was not finite.
-    message : str
-        Human-readable description.
-    """
-
-    def __init__(self, stage: str, message: str) -> None:
-        super().__init__(f"[{stage}] {message}")
-        self.stage = stage
-
-
-class PowerLawOverflowError(NonFiniteStageError):
-    """Float64 overflow in the power law ``A_LM ** P`` or a later stage.
-
-    ``A_LM`` is at least ``metric_eps = 1e-9``, so a negative power ``P`` below
-    about ``-34`` (or large ``A_LM`` with large positive ``P``) exceeds the
-    float64 range. The float64 reference raises this error (a ``ValueError``)
-    naming the stage instead of returning inf/NaN; the mpmath oracle has an
-    unbounded exponent range and does not overflow.
-    """
 
 
 def _shape_str(shape: Sequence[int | str]) -> str:

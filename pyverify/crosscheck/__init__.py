@@ -1,0 +1,61 @@
+"""Cross-check: optimised kernels vs the float64 reference vs mpmath (``pyverify crosscheck``).
+
+The sweep runs a list of *cases* (:mod:`.cases`), each with fixed seeds, on
+every requested device and dtype, and compares stage by stage (:mod:`.runners`,
+each comparison one :class:`~.compare.Comparer` stage):
+
+* ``random``: random PLGA heads, random ``q, k, v`` of shape ``(B, H, S, dk)``.
+  The uncached kernel (with ``return_deductive=True``) against the float64
+  reference on the same rounded inputs: stages ``A``, ``A_LM``, ``A_P``,
+  ``G``, ``scores`` and ``output``; the G-cached and collapsed kernels given
+  the reference's ``G``: ``output``.
+* ``mpmath``: the float64 reference against :mod:`pyverify.reference.mp`
+  (40 digits) at ``S <= 16``, ``dk <= 8``, every stage; CPU/float64 only.
+* ``trained``: the trained ``G_LM`` of one layer (14 heads, ``dk = 64``)
+  through the G-cached and collapsed kernels vs the float64 reference:
+  ``scores`` and ``output``.
+* ``identity``: the identity ``G_LM``: the G-cached kernel vs torch's float64
+  SDPA, and the float64 reference vs float64 SDPA (``sdpa_special_case``).
+
+Error measure: per (batch, head) slice ``max|x - y| / max|y|``; a row reports
+the maximum and the median over the slices. Tolerances and their derivation:
+:mod:`pyverify.tolerance`. Stages ``A_LM`` and ``A_P`` also require every
+kernel entry to be ``> 0`` (``metric_positivity``).
+"""
+
+from pyverify.crosscheck.cases import (
+    STAGES,
+    Case,
+    available_devices,
+    list_cases,
+    parse_devices,
+    parse_dtypes,
+    parse_shard,
+    shard_cases,
+)
+from pyverify.crosscheck.compare import slice_errors
+from pyverify.crosscheck.results import CrosscheckResult, CrosscheckRow, summarize
+from pyverify.crosscheck.runners import run_case, run_crosscheck
+from pyverify.crosscheck.text import format_crosscheck, format_summary
+from pyverify.precision import DTYPE_NAMES
+
+__all__ = [
+    "DTYPE_NAMES",
+    "STAGES",
+    "Case",
+    "CrosscheckResult",
+    "CrosscheckRow",
+    "available_devices",
+    "format_crosscheck",
+    "format_summary",
+    "list_cases",
+    "parse_devices",
+    "parse_dtypes",
+    "parse_shard",
+    "run_case",
+    "run_crosscheck",
+    "shard_cases",
+    "summarize",
+]
+
+__all__ += ["slice_errors"]  # used by the tests; not part of the stable API

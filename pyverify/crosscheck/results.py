@@ -1,0 +1,159 @@
+"""Records of the cross-check: one row per compared stage, the sweep's result, its summary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyverify.crosscheck.cases import STAGES
+from pyverify.precision import DTYPE_NAMES
+
+__all__ = ["CrosscheckResult", "CrosscheckRow", "summarize"]
+
+
+@dataclass(frozen=True)
+class CrosscheckRow:
+    """One compared stage of one case.
+
+    Attributes
+    ----------
+    case, kind : str
+        :attr:`Case.case_id` and the case's kind.
+    path : str
+        What was checked: ``kernels.uncached``, ``kernels.g_cached``,
+        ``kernels.collapsed`` or ``reference.float64``.
+    against : str
+        The more accurate side: ``reference.float64``, ``mpmath`` or
+        ``torch.sdpa.float64``.
+    shape : tuple of int
+        ``(B, H, S, dk)``.
+    device, dtype, stage : str
+        Where, at which precision, which stage (:data:`STAGES`, or ``error``).
+    max_rel, median_rel : float
+        Max and median over (batch, head) slices of ``max|x - y| / max|y|``.
+    tolerance : float
+        The bound ``max_rel`` is held to.
+    passed : bool
+        ``max_rel <= tolerance`` (and the extra condition, if any).
+    theorems : tuple of str
+        Theorem IDs the comparison exercises.
+    note : str
+        Extra facts (positivity minimum, error message).
+    """
+
+    case: str
+    kind: str
+    path: str
+    against: str
+    shape: tuple[int, int, int, int]
+    device: str
+    dtype: str
+    stage: str
+    max_rel: float
+    median_rel: float
+    tolerance: float
+    passed: bool
+    theorems: tuple[str, ...] = ()
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (tuples as lists)."""
+        d = asdict(self)
+        d["shape"] = list(self.shape)
+        d["theorems"] = list(self.theorems)
+        return d
+
+
+@dataclass
+class CrosscheckResult:
+    """Outcome of :func:`run_crosscheck`.
+
+    Attributes
+    ----------
+    rows : list of CrosscheckRow
+        Every compared stage, in case order.
+    cases : list of str
+        Ids of the cases run (this shard's).
+    devices, dtypes : list of str
+        What was swept.
+    quick : bool
+        The quick sweep.
+    shard : tuple of int
+        ``(k, n)``.
+    seconds : float
+        Wall time (not deterministic: keep out of reproducible outputs).
+    """
+
+    rows: list[CrosscheckRow] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    quick: bool = False
+    shard: tuple[int, int] = (1, 1)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when every row passed."""
+        return all(r.passed for r in self.rows)
+
+    @property
+    def failures(self) -> list[CrosscheckRow]:
+        """Rows that failed."""
+        return [r for r in self.rows if not r.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict without timings."""
+        return {
+            "ok": self.ok,
+            "quick": self.quick,
+            "shard": list(self.shard),
+            "devices": list(self.devices),
+            "dtypes": list(self.dtypes),
+            "cases": list(self.cases),
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
+    """Worst errors per (dtype, path, stage) over all cases.
+
+    Returns
+    -------
+    list of dict
+        ``{dtype, path, stage, cases, max_rel, median_rel, tolerance, worst_ratio,
+        passed}`` where ``max_rel`` is the largest over the cases, ``tolerance``
+        that case's tolerance (tolerances differ between cases at low precision:
+        they scale with torch SDPA's own error), ``median_rel`` the median of the
+        cases' medians, ``worst_ratio`` the largest error/tolerance over the cases
+        and ``passed`` whether all passed; sorted by dtype, path, stage order.
+    """
+    groups: dict[tuple[str, str, str], list[CrosscheckRow]] = {}
+    for r in result.rows:
+        groups.setdefault((r.dtype, r.path, r.stage), []).append(r)
+    stage_order = {s: i for i, s in enumerate((*STAGES, "error"))}
+    dtype_order = {d: i for i, d in enumerate(DTYPE_NAMES)}
+    out = []
+    for (dt, path, stage), rows in groups.items():
+        biggest = max(rows, key=lambda r: r.max_rel)
+        ratios = [r.max_rel / r.tolerance if r.tolerance > 0 else math.inf for r in rows]
+        out.append(
+            {
+                "dtype": dt,
+                "path": path,
+                "stage": stage,
+                "cases": len(rows),
+                "max_rel": biggest.max_rel,
+                "median_rel": float(np.median([r.median_rel for r in rows])),
+                "tolerance": biggest.tolerance,
+                "worst_ratio": max(ratios),
+                "passed": all(r.passed for r in rows),
+            }
+        )
+    out.sort(
+        key=lambda d: (dtype_order.get(d["dtype"], 9), d["path"], stage_order.get(d["stage"], 9))
+    )
+    return out

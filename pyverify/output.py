@@ -1,0 +1,115 @@
+"""What the commands print and write: progress lines, plain-text tables, JSON files, paths.
+
+Output paths are checked before any work is done (:func:`check_output_file`,
+:func:`check_output_dir`), so that a bad ``-o`` costs nothing and loses nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pyverify.errors import OutputPathError
+
+__all__ = [
+    "check_output_dir",
+    "check_output_file",
+    "progress",
+    "table",
+    "write_json",
+]
+
+
+def progress(msg: str) -> None:
+    """Print one progress line on stderr (stdout stays the result)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[int] = ()) -> str:
+    """Plain-text table: a header, a rule of dashes, the rows (columns ``right`` right-aligned)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    rule = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+    t = Table(box=rule, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style=None)
+    for i, h in enumerate(header):
+        t.add_column(h, justify="right" if i in right else "left", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    buf = io.StringIO()
+    Console(file=buf, width=100_000, color_system=None, highlight=False, markup=False,
+            emoji=False, soft_wrap=True).print(t)  # fmt: skip
+    return "\n".join(line.rstrip() for line in buf.getvalue().rstrip("\n").split("\n"))
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write ``data`` as indented, key-sorted JSON (via a temporary file: never half a file)."""
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Create ``folder`` (and parents) if needed; raise unless it is a writable folder."""
+    for above in (folder, *folder.parents):
+        if above.exists():
+            if not above.is_dir():
+                raise OutputPathError(f"{option}: {above} is a file, not a folder")
+            break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(
+            f"{option}: cannot create folder {folder}: {exc.strerror or exc}"
+        ) from exc
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{option}: folder {folder} is not writable")
+
+
+def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
+    """Check that ``path`` can be written as a file (its folder is created); return it.
+
+    Raises
+    ------
+    OutputPathError
+        Naming ``option`` and the problem: a folder at ``path``, a file where
+        a folder should be, no permission.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise OutputPathError(f"{option}: {p} is a folder; give a file name")
+    _writable_folder(p.parent if str(p.parent) else Path("."), option)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise OutputPathError(f"{option}: {p} is not writable")
+    return p
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str, files: Sequence[str] = ()) -> Path:
+    """Check that ``path`` is (or can be made) a writable folder for ``files``; return it.
+
+    Raises
+    ------
+    OutputPathError
+        Naming ``option`` and the problem (a file at ``path``, a folder where
+        one of ``files`` goes, no permission).
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{option}: {p} is a file, not a folder")
+    _writable_folder(p, option)
+    for name in files:
+        f = p / name
+        if f.is_dir():
+            raise OutputPathError(f"{option}: {f} is a folder; it must be a file (move it away)")
+        if f.exists() and not os.access(f, os.W_OK):
+            raise OutputPathError(f"{option}: {f} is not writable")
+    return p
