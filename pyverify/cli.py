@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyverify.errors import UserError
 from pyverify.lean.project import ProjectError
 from pyverify.lean.toolchain import ToolchainError
+from pyverify.output import check_output_dir, check_output_file, write_json
 
 if TYPE_CHECKING:
     from pyverify.lean.build import BuildResult
@@ -19,11 +20,33 @@ if TYPE_CHECKING:
 
 
 def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    from pyverify.output import progress
+
+    progress(msg)
 
 
 def _write_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_json(path, data)
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions that are the user's fault: one line, exit status 2 (others are bugs)."""
+    types: list[type[BaseException]] = [UserError, ToolchainError, ProjectError]
+    data = sys.modules.get("pyverify.reference.data")
+    if data is not None:  # the G_LM loader's file errors
+        types += [data.DataFileMissingError, data.DataFileFormatError]
+    return tuple(types)
+
+
+def _seed(text: str) -> int:
+    """``--seed``: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (a NumPy seed); got {value}")
+    return value
 
 
 def _lean_project(args: argparse.Namespace) -> Path:
@@ -77,6 +100,8 @@ def cmd_lean_manifest(args: argparse.Namespace) -> int:
     from pyverify.lean.project import load_package
     from pyverify.paths import repo_root
 
+    if args.output:
+        check_output_file(args.output, "lean manifest -o/--output")
     tc, project, result = _build(args)
     if not result.ok:
         _print_build(result)
@@ -157,8 +182,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the benchmarks and print the ratio table."""
     from pyverify.bench import format_table, run_bench
+    from pyverify.crosscheck import parse_devices
 
-    out = Path(args.output) if args.output else None
+    parse_devices([args.device])  # an unknown or absent device is the user's error
+    out = check_output_file(args.output, "bench -o/--output") if args.output else None
     result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=_progress)
     print(format_table(result))
     return 0
@@ -168,6 +195,8 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
     """Run ``pyverify crosscheck``."""
     from pyverify.crosscheck import format_crosscheck, parse_shard, run_crosscheck
 
+    if args.json:
+        check_output_file(args.json, "crosscheck --json")
     result = run_crosscheck(
         devices=args.device,
         dtypes=args.dtype,
@@ -215,6 +244,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from pyverify.diagnose import format_diagnostics, run_diagnose, run_model_diagnose
 
     prog = None if args.no_progress else _progress
+    if args.json:
+        check_output_file(args.json, "diagnose --json")
     results = []
     for name in args.files or (["trained"] if not args.model else []):
         d = run_diagnose(name, prog)
@@ -242,7 +273,7 @@ def _register_diagnose(sub: Any) -> None:
         help="trained, identity, random_normal or a path to an .npz with G_LM (default: trained)",
     )
     p.add_argument("--model", action="store_true", help="order parameter / eps_G of a live model")
-    p.add_argument("--seed", type=int, default=0, help="seed of the live model (with --model)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the live model (with --model)")
     p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_diagnose)
@@ -251,9 +282,10 @@ def _register_diagnose(sub: Any) -> None:
 def _cmd_report(args: argparse.Namespace) -> int:
     """Run ``pyverify report``."""
     from pyverify.paths import repo_root
-    from pyverify.report import generate_report
+    from pyverify.report import OUTPUT_FILES, generate_report
 
     out = Path(args.output) if args.output else repo_root() / "reports"
+    check_output_dir(out, "report -o/--output", OUTPUT_FILES)
     return generate_report(
         out,
         lean=not args.no_lean,
@@ -284,15 +316,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (ToolchainError, ProjectError, FileNotFoundError, ValueError, TypeError) as exc:
-        print(f"pyverify: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         print("pyverify: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not isinstance(exc, _user_error_types()):
+            raise  # a bug in pyverify: show its traceback
+        print(f"pyverify: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

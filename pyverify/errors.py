@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "InputTypeError",
     "InputValueError",
+    "MissingInputError",
     "NonFiniteStageError",
     "OutputPathError",
     "PowerLawOverflowError",
@@ -28,6 +29,10 @@ class InputTypeError(UserError, TypeError):
 
 class InputValueError(UserError, ValueError):
     """An argument, option or file of the right kind with a bad value or shape."""
+
+
+class MissingInputError(UserError, FileNotFoundError):
+    """A file or folder the user named, or that pyverify needs, does not exist."""
 
 
 class OutputPathError(InputValueError):

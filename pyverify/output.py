@@ -12,12 +12,14 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pyverify.errors import OutputPathError
 
 __all__ = [
     "check_output_dir",
     "check_output_file",
+    "json_array",
     "progress",
     "table",
     "write_json",
@@ -45,6 +47,28 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[
     Console(file=buf, width=100_000, color_system=None, highlight=False, markup=False,
             emoji=False, soft_wrap=True).print(t)  # fmt: skip
     return "\n".join(line.rstrip() for line in buf.getvalue().rstrip("\n").split("\n"))
+
+
+def json_array(a: Any) -> Any:
+    """An array as nested lists for strict JSON: ``nan`` as ``None``, infinities as strings."""
+    import numpy as np
+
+    a = np.asarray(a)
+    if a.dtype == bool:
+        return a.tolist()
+    if a.dtype.kind in "iu":
+        return a.astype(int).tolist()
+
+    def conv(x: Any) -> Any:
+        if isinstance(x, list):
+            return [conv(y) for y in x]
+        if np.isnan(x):
+            return None
+        if np.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return float(x)
+
+    return conv(a.astype(np.float64).tolist())
 
 
 def write_json(path: Path, data: object) -> None:

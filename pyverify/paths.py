@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyverify.errors import MissingInputError
+
 
 def repo_root(start: Path | None = None) -> Path:
     """Return the repository root.
@@ -24,6 +26,6 @@ def repo_root(start: Path | None = None) -> Path:
     beside = Path(__file__).resolve().parent.parent
     if (beside / "lean" / "lakefile.toml").is_file():
         return beside
-    raise FileNotFoundError(
+    raise MissingInputError(
         f"no pyverify checkout found at or above {here} (looked for lean/lakefile.toml)"
     )
