@@ -20,9 +20,11 @@ __all__ = [
     "check_output_dir",
     "check_output_file",
     "json_array",
+    "json_text",
     "progress",
     "table",
     "write_json",
+    "write_text",
 ]
 
 
@@ -71,15 +73,24 @@ def json_array(a: Any) -> Any:
     return conv(a.astype(np.float64).tolist())
 
 
-def write_json(path: Path, data: object) -> None:
-    """Write ``data`` as indented, key-sorted JSON (via a temporary file: never half a file)."""
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+def json_text(data: object) -> str:
+    """``data`` as indented, key-sorted JSON text with a final newline."""
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` via a temporary file beside ``path``: never half a file."""
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
         raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write ``data`` as :func:`json_text` (via :func:`write_text`)."""
+    write_text(path, json_text(data))
 
 
 def _writable_folder(folder: Path, option: str) -> None:

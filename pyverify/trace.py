@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyverify.output import table
 from pyverify.theorems import THEOREM_IDS
 
 __all__ = [
@@ -212,19 +213,20 @@ def trace_matrix(
 def format_matrix(result: TraceResult) -> str:
     """The ID x implementation matrix (test counts) and the problems, as text."""
     impls = result.implementations
-    id_w = max([len("theorem ID"), *(len(i) for i in result.ids)])
-    col_w = max(10, *(len(i) for i in impls))
-    head = f"{'theorem ID':<{id_w}}  {'lean':<4}  " + "  ".join(f"{i:>{col_w}}" for i in impls)
-    lines = [head, "-" * len(head)]
     gaps = set(result.gaps)
-    for i in result.ids:
-        cells = []
-        for impl in impls:
-            n = result.counts.get(i, {}).get(impl, 0)
-            cell = "GAP" if (i, impl) in gaps else str(n)
-            cells.append(f"{cell:>{col_w}}")
-        lean = "yes" if i in result.manifest_ids else "NO"
-        lines.append(f"{i:<{id_w}}  {lean:<4}  " + "  ".join(cells))
+    rows = [
+        [
+            i,
+            "yes" if i in result.manifest_ids else "NO",
+            *(
+                "GAP" if (i, impl) in gaps else str(result.counts.get(i, {}).get(impl, 0))
+                for impl in impls
+            ),
+        ]
+        for i in result.ids
+    ]
+    right = tuple(range(2, 2 + len(impls)))
+    lines = [table(["theorem ID", "lean", *impls], rows, right=right)]
     lines.append("")
     for i in result.ids:
         for impl in impls:

@@ -13,6 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pyverify.output import json_text
+from pyverify.output import progress as _stderr
+from pyverify.output import write_text as _write
 from pyverify.report import phases as _ph
 from pyverify.report.aggregate import theorem_rows
 from pyverify.report.render import render_index
@@ -65,10 +68,6 @@ class Phases:
     diagnostics: Callable[[Progress], dict[str, dict[str, Any]]] = _ph.diagnostics_phase
     model: Callable[[Progress], dict[str, Any]] = _ph.model_phase
     bench: Callable[[Progress], dict[str, Any]] = _ph.bench_phase
-
-
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -283,12 +282,6 @@ def _existing_manifest(out: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def _plots(out: Path, data: dict[str, Any], bench: dict[str, Any], say: Progress) -> list[str]:
     from pyverify.report import plots
 
@@ -422,12 +415,7 @@ def generate_report(
     if bench_res.get("status") == "passed":
         _write(
             bench_file,
-            json.dumps(
-                round_floats({k: v for k, v in bench_res.items() if k != "status"}),
-                indent=2,
-                sort_keys=True,
-            )
-            + "\n",
+            json_text(round_floats({k: v for k, v in bench_res.items() if k != "status"})),
         )
     elif bench_file.exists():
         bench_file.unlink()
@@ -448,7 +436,7 @@ def generate_report(
         bench=bench_res,
         options=options,
     )
-    _write(out / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
+    _write(out / "environment.json", json_text(env))
     verdict = "passed" if data["ok"] else "FAILED"
     say(f"report: {verdict}; wrote {out} in {durations['total']:.1f} s")
     return 0 if data["ok"] else 1
