@@ -20,16 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from pyverify.precision import UNIT_ROUNDOFF, gamma
 from pyverify.reference import numpy_head as nh
 
 SAFETY = 2.0
 SILU_LIP = 1.0998  # max |silu'(x)| = 1.0998 (at x ~ 2.4)
-U64 = 2.0**-53
-
-
-def gamma(n: int, u: float) -> float:
-    """``n u / (1 - n u)``."""
-    return n * u / (1.0 - n * u)
+U64 = UNIT_ROUNDOFF["float64"]
 
 
 def matmul_bound(X, W, b, dX, u: float) -> np.ndarray:

@@ -22,8 +22,10 @@ import numpy as np
 import torch
 
 import pyverify.kernels as kern
+from pyverify.crosscheck import available_devices
 from pyverify.kernels.head import rotate_query
 from pyverify.kernels.model import from_reference as kernel_decoder_from_reference
+from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF, compute_roundoff, gamma
 from pyverify.reference import (
     Decoder,
     KVGCache,
@@ -32,32 +34,14 @@ from pyverify.reference import (
     causal_mask,
     g_cache_from,
     masked_softmax,
+    plga_forward_batched,
     plga_forward_full,
     rot2,
     rotation_matrix,
 )
 from pyverify.reference import numpy_head as nh
 
-#: Unit round-off 2^-p of each dtype (p = significand bits): the largest relative error of
-#: one rounding to nearest.
-UNIT_ROUNDOFF = {
-    "float64": 2.0**-53,  # 1.1e-16
-    "float32": 2.0**-24,  # 6.0e-8
-    "float16": 2.0**-11,  # 4.9e-4
-    "bfloat16": 2.0**-8,  # 3.9e-3
-}
-
-TORCH_DTYPES = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
-
-
-def gamma(n: int, u: float) -> float:
-    """Higham's ``gamma_n = n u / (1 - n u)``: error of a length-``n`` dot product."""
-    return n * u / (1.0 - n * u)
+# Unit round-offs, torch dtypes and gamma_n are pyverify.precision's (re-exported here).
 
 
 @dataclass(frozen=True)
@@ -79,7 +63,7 @@ class Impl:
     @property
     def u_compute(self) -> float:
         """Unit round-off of the arithmetic (float64 for float64, else float32)."""
-        return UNIT_ROUNDOFF["float64" if self.dtype == "float64" else "float32"]
+        return compute_roundoff(self.dtype)
 
     def round(self, x: Any) -> np.ndarray:
         """``x`` rounded to the implementation's dtype (returned as float64)."""
@@ -255,14 +239,14 @@ class ReferenceImpl(Impl):
         return self.plga(q, q, q, params)
 
     def plga_batched(self, q, k, v, heads: list[PLGAParams], *, G=None) -> list[list[HeadOut]]:
-        """(B, H, S, dk) inputs, one parameter set per head: ``[b][h]`` results (a loop)."""
-        return [
-            [
-                self.plga(q[b, h], k[b, h], v[b, h], heads[h], G=None if G is None else G[b, h])
-                for h in range(q.shape[1])
-            ]
-            for b in range(q.shape[0])
-        ]
+        """(B, H, S, dk) inputs, one parameter set per head: ``[b][h]`` results."""
+        r = plga_forward_batched(q, k, v, heads, True, G=G)
+
+        def one(b, h):
+            parts = (None if x is None else x[b, h] for x in r.ded)
+            return HeadOut(r.out[b, h], *parts, r.weights[b, h], r.E[b, h])
+
+        return [[one(b, h) for h in range(r.out.shape[1])] for b in range(r.out.shape[0])]
 
     def energy(self, A, params: PLGAParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Steps 4-6 from the metric-learner output ``A``: ``(A_LM, A_P, G)``."""
@@ -494,7 +478,7 @@ class KernelsModel:
 
 # --------------------------------------------------------------------------- the lists
 REFERENCE = ReferenceImpl("reference", "cpu", "float64")
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DEVICES = available_devices()
 
 
 def kernels(*dtypes: str) -> list[KernelsImpl]:

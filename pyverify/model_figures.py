@@ -178,10 +178,8 @@ def invariance_error(
 
     Parameters
     ----------
-    model : Decoder or DecoderParams
-        A reference decoder with a live metric learner.
-    inputs : sequence of int arrays, or int array (N, S)
-        Token sequences.
+    model, inputs
+        As in :func:`order_parameter`.
     G_cache : list of (H, dk, dk) arrays or array (L, H, dk, dk), optional
         The cache ``G*``; default: the G computed on the first input (the
         prompt's cache).

@@ -185,7 +185,7 @@ def trace_matrix(
     tests: Iterable[Mapping[str, Any]] | None = None,
     test_paths: Sequence[str] = TEST_PATHS,
 ) -> TraceResult:
-    """The matrix of the repository at ``repo_root``.
+    """The :class:`TraceResult` (matrix and problems) of the repository at ``repo_root``.
 
     Parameters
     ----------
@@ -195,11 +195,6 @@ def trace_matrix(
         Already collected tests; default: collect ``test_paths`` now (a pytest subprocess).
     test_paths : sequence of str, default TEST_PATHS
         Test paths relative to ``repo_root``.
-
-    Returns
-    -------
-    TraceResult
-        The matrix and its problems.
     """
     repo_root = Path(repo_root)
     ids = manifest_ids(repo_root)

@@ -195,57 +195,18 @@ def _matmul(X: Mat, Y: Mat, ctx: Any) -> Mat:
 
 # --------------------------------------------------------------------------- activations
 def sigmoid(x: Any, ctx: Any = None) -> Any:
-    """Logistic function ``1 / (1 + exp(-x))`` of one ``mpf``.
-
-    Parameters
-    ----------
-    x : mpf
-        Real input.
-    ctx : mpmath context, optional
-        Working context (default ``mpmath.mp``).
-
-    Returns
-    -------
-    mpf
-        ``sigmoid(x)`` (no overflow: mpmath exponents are unbounded).
-    """
+    """Logistic function ``1 / (1 + exp(-x))`` of one ``mpf``."""
     ctx = _ctx(ctx)
     return 1 / (1 + ctx.exp(-x))
 
 
 def silu(x: Any, ctx: Any = None) -> Any:
-    """SiLU ``x * sigmoid(x)`` of one ``mpf``.
-
-    Parameters
-    ----------
-    x : mpf
-        Real input.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    mpf
-        ``x * sigmoid(x)``.
-    """
+    """SiLU ``x * sigmoid(x)`` of one ``mpf``."""
     return x * sigmoid(x, ctx)
 
 
 def iswiglu(x: Any, ctx: Any = None) -> Any:
-    """``iSwiGLU(x) = x * silu(x)`` of one ``mpf``.
-
-    Parameters
-    ----------
-    x : mpf
-        Real input.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    mpf
-        ``x^2 sigmoid(x) >= 0``.
-    """
+    """``iSwiGLU(x) = x * silu(x)`` of one ``mpf``."""
     return x * silu(x, ctx)
 
 
@@ -571,22 +532,7 @@ def masked_softmax(E: Any, mask: Any = None, ctx: Any = None) -> Mat:
 
 
 def attend(weights: Any, v: Any, ctx: Any = None) -> Mat:
-    """Step 8: ``H = weights @ V``.
-
-    Parameters
-    ----------
-    weights : matrix-like, shape (S_q, S_k)
-        Attention rows.
-    v : matrix-like, shape (S_k, dv)
-        Values.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (S_q, dv)
-        The head output.
-    """
+    """Step 8: ``H = weights @ V``."""
     ctx = _ctx(ctx)
     return _matmul(_mat(weights, ctx), _mat(v, ctx), ctx)
 

@@ -77,54 +77,20 @@ Array = NDArray[np.float64]
 
 # --------------------------------------------------------------------------- activations
 def sigmoid(x: ArrayLike) -> Array:
-    """Numerically stable logistic function ``1 / (1 + exp(-x))``.
-
-    Parameters
-    ----------
-    x : array_like
-        Real input.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``sigmoid(x)`` in float64, no overflow warnings for large ``|x|``.
-    """
+    """Logistic ``1 / (1 + exp(-x))`` in float64, stable (no overflow) for large ``|x|``."""
     x = np.asarray(x, dtype=np.float64)
     z = np.exp(-np.abs(x))  # in (0, 1]: never overflows
     return np.where(x >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
 
 
 def silu(x: ArrayLike) -> Array:
-    """SiLU (swish) ``x * sigmoid(x)``.
-
-    Parameters
-    ----------
-    x : array_like
-        Real input.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``x * sigmoid(x)``.
-    """
+    """SiLU (swish) ``x * sigmoid(x)``."""
     x = np.asarray(x, dtype=np.float64)
     return x * sigmoid(x)
 
 
 def iswiglu(x: ArrayLike) -> Array:
-    """``iSwiGLU(x) = x * silu(x) = x^2 sigmoid(x) >= 0`` (entrywise).
-
-    Parameters
-    ----------
-    x : array_like
-        Real input.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``x * silu(x)``; may be ``inf`` for ``x`` beyond ~1e154 (the caller
-        :func:`metric_tensor` checks).
-    """
+    """``iSwiGLU(x) = x * silu(x) = x^2 sigmoid(x) >= 0`` (entrywise)."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(over="ignore"):
         return x * silu(x)
@@ -435,20 +401,7 @@ def masked_softmax(E: ArrayLike, mask: ArrayLike | None = None) -> Array:
 
 
 def attend(weights: ArrayLike, v: ArrayLike) -> Array:
-    """Step 8: ``H = weights @ V``.
-
-    Parameters
-    ----------
-    weights : array_like, shape (S_q, S_k)
-        Attention rows.
-    v : array_like, shape (S_k, dv)
-        Values.
-
-    Returns
-    -------
-    numpy.ndarray, shape (S_q, dv)
-        The head output.
-    """
+    """Step 8: ``H = weights @ V``."""
     return np.asarray(weights, dtype=np.float64) @ np.asarray(v, dtype=np.float64)
 
 

@@ -401,15 +401,9 @@ def generate_report(
     say(f"report: [5/5] benchmarks{'' if bench else ' (skipped)'}")
     bench_res = timed("bench", lambda: ph.bench(say)) if bench else {"status": "skipped"}
 
-    data = verification_data(
-        lean=lean_res,
-        tests=tests_res,
-        crosscheck=cc,
-        diagnostics=diag,
-        model=model,
-        bench=bench_res,
-        options=options,
-    )
+    phases = {"lean": lean_res, "tests": tests_res, "crosscheck": cc, "diagnostics": diag}
+    phases |= {"bench": bench_res, "options": options}
+    data = verification_data(model=model, **phases)
     _write(out / "verification.json", dumps(data))
     bench_file = out / "benchmarks.json"
     if bench_res.get("status") == "passed":
@@ -427,15 +421,7 @@ def generate_report(
         render_index(data, lean=lean_res, tests=tests_res, bench=bench_res, repo_rel=repo_rel),
     )
     durations["total"] = time.perf_counter() - start
-    env = environment_data(
-        durations=durations,
-        lean=lean_res,
-        tests=tests_res,
-        crosscheck=cc,
-        diagnostics=diag,
-        bench=bench_res,
-        options=options,
-    )
+    env = environment_data(durations=durations, **phases)
     _write(out / "environment.json", json_text(env))
     verdict = "passed" if data["ok"] else "FAILED"
     say(f"report: {verdict}; wrote {out} in {durations['total']:.1f} s")

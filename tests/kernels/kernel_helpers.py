@@ -7,10 +7,11 @@ import pathlib
 import numpy as np
 import torch
 
+from pyverify.crosscheck import available_devices
 from pyverify.kernels import from_reference
 from pyverify.reference import PLGAParams
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DEVICES = available_devices()
 DATA_DIR = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 G_LM_FILE = DATA_DIR / "pldr_v51_110m_1_G_LM.npz"
 
