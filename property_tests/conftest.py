@@ -5,7 +5,9 @@ Profiles (chosen by the environment variable ``HYPOTHESIS_PROFILE``, default ``c
 ``ci``
     derandomised (the same examples on every run and machine), fixed example counts,
     no deadline (CI machines are shared: timing is no property), no example database;
-    ``print_blob`` so a failure prints the blob that reproduces it.
+    ``print_blob`` so a failure prints the blob that reproduces it; no targeting phase
+    (no test calls ``hypothesis.target``). Draws made inside a test are labelled
+    (``data.draw(..., label="q")``), so a failure names each drawn value.
 ``dev``
     ten times the examples, random, with the local example database: deeper local runs.
 ``mutation``
@@ -36,7 +38,8 @@ settings.register_profile(
     print_blob=True,
     database=None,
     suppress_health_check=_SUPPRESS,
-    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+    # No test calls hypothesis.target(): targeting is off (Phase.target would do nothing).
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
 )
 settings.register_profile(
     "mutation",

@@ -74,7 +74,7 @@ def test_caching_exact_without_invariant_upstream_tensors(impl, case, data):
     """The converse fails: G is invariant, yet A and A_LM change with the input."""
     q, k, v, params, G, causal = case
     assume(q.shape[0] >= 2)
-    q2 = data.draw(arrays(q.shape, 2.0))
+    q2 = data.draw(arrays(q.shape, 2.0), label="q2")
     inv = with_constant_g(params, G)
     D1, D2 = q.T @ q, q2.T @ q2
     dk = q.shape[1]
@@ -121,7 +121,7 @@ def test_invariant_stack_cached_model_equals_uncached_model(impl, case):
 def test_invariant_stack_kv_g_decoding_equals_recomputation(impl, case, data):
     """KV+G-cached decoding (and KV+A, steps 4-6 recomputed) equals full recomputation."""
     ref, G, toks = case
-    n_prompt = data.draw(st.integers(1, len(toks) - 1))
+    n_prompt = data.draw(st.integers(1, len(toks) - 1), label="n_prompt")
     model = impl.decoder(decoder_constant_g(ref, G))
     full = model.forward(toks)
     tol = model_tolerance(impl, ref, len(toks), G) * np.max(np.abs(full))
@@ -183,7 +183,7 @@ def test_metric_learner_cache_equals_g_cache(impl, case, data):
         prompt = impl.plga(q, k, v, params, causal=causal)
     except OVERFLOW:
         reject()
-    s_new = data.draw(st.integers(1, q.shape[0]))
+    s_new = data.draw(st.integers(1, q.shape[0]), label="s_new")
     q_new = q[-s_new:]
     via_a = impl.plga(q_new, k, v, params, A=prompt.A, causal=causal)
     via_g = impl.plga(q_new, k, v, params, G=prompt.G, causal=causal)
@@ -206,7 +206,7 @@ def test_any_stack_a_cached_decoding_equals_g_cached_decoding(impl, case, data):
     """Whole model, Gram-dependent metric (not invariant): decoding with the stored A
     (steps 4-6 recomputed each step) equals decoding with the stored G."""
     ref, _, toks = case
-    n_prompt = data.draw(st.integers(1, len(toks) - 1))
+    n_prompt = data.draw(st.integers(1, len(toks) - 1), label="n_prompt")
     model = impl.decoder(ref)
     via_a = model.decode(toks[:n_prompt], toks[n_prompt:], use_g_cache=False)
     via_g = model.decode(toks[:n_prompt], toks[n_prompt:], use_g_cache=True)

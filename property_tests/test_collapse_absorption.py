@@ -145,8 +145,8 @@ def test_trained_operator_cannot_be_folded_before_rotation(impl, head, S, data):
     pre-rotation form really differs from the exact post-rotation one."""
     G = trained_g_lm()[head]
     d = 8
-    x = data.draw(arrays((S, d), 2.0))
-    Wq, bq = data.draw(arrays((d, 64), 1.0)), data.draw(arrays((64,), 1.0))
+    x = data.draw(arrays((S, d), 2.0), label="x")
+    Wq, bq = data.draw(arrays((d, 64), 1.0), label="Wq"), data.draw(arrays((64,), 1.0), label="bq")
     with pytest.raises(ValueError, match="does not commute"):
         kern.fold_into_query_projection(impl.t(Wq), impl.t(bq), impl.t(G))
     assume(S >= 2)  # position 0 is the identity rotation: nothing to see with one row
@@ -233,10 +233,10 @@ def test_whole_model_absorption_fails_outside_the_commutant(impl):
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.data())
 def test_affine_absorption_exactly(s, d, dk, data):
     """Exact: (X W + 1 b^T) G = X (W G) + 1 (b^T G) over the rationals."""
-    X = data.draw(fraction_matrix(s, d))
-    W = data.draw(fraction_matrix(d, dk))
-    b = data.draw(fraction_matrix(1, dk))
-    G = data.draw(fraction_matrix(dk, dk))
+    X = data.draw(fraction_matrix(s, d), label="X")
+    W = data.draw(fraction_matrix(d, dk), label="W")
+    b = data.draw(fraction_matrix(1, dk), label="b")
+    G = data.draw(fraction_matrix(dk, dk), label="G")
     lhs = matmul(add(matmul(X, W), matmul(ones_col(s), b)), G)
     rhs = add(matmul(X, matmul(W, G)), matmul(ones_col(s), matmul(b, G)))
     assert lhs == rhs
@@ -251,7 +251,7 @@ def test_absorption_before_rational_rotation_exactly(planes, data):
     dk = 2 * len(planes)
     R = block_diag([rot(c, s) for (c, s), _, _ in planes])
     G = block_diag([[[x, -y], [y, x]] for _, x, y in planes])
-    Y = data.draw(fraction_matrix(3, dk))
+    Y = data.draw(fraction_matrix(3, dk), label="Y")
     assert matmul(matmul(Y, G), transpose(R)) == matmul(matmul(Y, transpose(R)), G)
 
 
@@ -304,12 +304,12 @@ def test_low_precision_g_cached_head_keeps_sdpa_accuracy_on_large_scores(impl, s
     and keys that are permutations of one vector give large, close scores whose rounding
     errors (u_io |Q G*| times different keys) differ from key to key, where softmax's
     shift invariance cannot hide them."""
-    c = data.draw(st.floats(1.0, 3.0))
+    c = data.draw(st.floats(1.0, 3.0), label="c")
     q = impl.round(c * np.ones((s, dk)) + data.draw(arrays((s, dk), 0.1)))
-    base = data.draw(arrays((dk,), 3.0))
-    perms = data.draw(st.lists(st.permutations(range(dk)), min_size=s, max_size=s))
+    base = data.draw(arrays((dk,), 3.0), label="base")
+    perms = data.draw(st.lists(st.permutations(range(dk)), min_size=s, max_size=s), label="perms")
     k = impl.round(np.stack([base[list(p)] for p in perms]))
-    v = impl.round(data.draw(arrays((s, dk), 3.0)))
+    v = impl.round(data.draw(arrays((s, dk), 3.0), label="v"))
     G = impl.round(g * np.eye(dk) + data.draw(arrays((dk, dk), 0.25)))
     G_used = G.astype(np.float32).astype(np.float64)
     ref = PLGAParams.random(dk, 2, 0, 0, seed=0)

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.theorem("dag_floor")
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.integers(1, 6), st.sampled_from([2, 4, 6, 8]), st.data())
 def test_notears_penalty_of_the_metric_tensor_is_bounded_below(impl, s, dk, data):
-    q = impl.round(data.draw(arrays((s, dk), 2.0)))
-    params = data.draw(head_params(dk))
+    q = impl.round(data.draw(arrays((s, dk), 2.0), label="q"))
+    params = data.draw(head_params(dk), label="params")
     A_LM = impl.deductive(q, params).A_LM
     # eps as the compute dtype holds it: 1e-9 rounded to float32 for the non-float64 kernels
     eps = Fraction(float(np.float32(params.metric_eps)) if impl.u_compute > 2.0**-53 else 1e-9)

@@ -76,8 +76,8 @@ def test_metric_and_potential_tensors_are_positive(impl, case):
 def test_positivity_from_any_metric_learner_output(impl, dk, data):
     """Steps 4-6 from an arbitrary A (large negative entries drive W A + b deep into
     iSwiGLU's flat tail, where z^2 sigmoid(z) underflows to 0 and only eps remains)."""
-    params = data.draw(head_params(dk))
-    A = data.draw(arrays((dk, dk), data.draw(st.sampled_from([1.0, 1e2, 1e4]))))
+    params = data.draw(head_params(dk), label="params")
+    A = data.draw(arrays((dk, dk), data.draw(st.sampled_from([1.0, 1e2, 1e4]))), label="A")
     try:
         A_LM, A_P, _ = impl.energy(A, params)
     except OVERFLOW:

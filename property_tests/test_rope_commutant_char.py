@@ -186,7 +186,7 @@ def _project_np(G: np.ndarray) -> np.ndarray:
 def test_kernel_commutant_projection(impl, dk, data):
     """``project_to_rope_commutant``: idempotent (bitwise: (x + x)/2 = x, (y + y)/2 = y in any
     binary format), image in the commutant, rank dk, self-adjoint."""
-    G = impl.t(data.draw(arrays((dk, dk), 4.0)))
+    G = impl.t(data.draw(arrays((dk, dk), 4.0), label="G"))
     P = kern.project_to_rope_commutant(G)
     assert torch.equal(kern.project_to_rope_commutant(P), P)
     P64 = P.double().cpu().numpy()
@@ -202,7 +202,7 @@ def test_kernel_commutant_projection(impl, dk, data):
     # matrix is rounded to the dtype (u_io relative per entry); the inner products of dk^2
     # terms are then exact-ish in float64 (gamma_{dk^2}(u64)):
     #   |lhs - rhs| <= (u_io + gamma_{dk^2}(u64)) (sum |P A||B| + sum |A||P B|)
-    B = impl.t(data.draw(arrays((dk, dk), 4.0)))
+    B = impl.t(data.draw(arrays((dk, dk), 4.0), label="B"))
     PB = kern.project_to_rope_commutant(B)
     lhs = float((P.double() * B.double()).sum())
     rhs = float((G.double() * PB.double()).sum())
@@ -217,11 +217,11 @@ def test_kernel_commutant_projection(impl, dk, data):
 def test_kernel_commutant_membership(impl, dk, data):
     """Commutant elements are recognised; a relative departure of 1e-2 (>> the 1e-5 default
     tolerance, >> bf16 rounding) is not."""
-    C = data.draw(commutant_matrix(dk))
+    C = data.draw(commutant_matrix(dk), label="C")
     assume(np.linalg.norm(C) > 0.1)
     assert kern.in_rope_commutant(impl.t(C))
     # an off-commutant direction: G - proj(G) for a random G, scaled to 1e-2 ||C||
-    N = data.draw(arrays((dk, dk), 1.0))
+    N = data.draw(arrays((dk, dk), 1.0), label="N")
     off = N - _project_np(N)
     assume(np.linalg.norm(off) > 0.1)
     D = C + 1e-2 * np.linalg.norm(C) * off / np.linalg.norm(off)

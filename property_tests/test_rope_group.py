@@ -72,7 +72,7 @@ def test_block_rotations_compose(impl, dk, m, n):
        st.integers(0, 4096), st.data())  # fmt: skip
 def test_rope_application_composes(impl, dk, rows, a, b, data):
     """Rotating a row at position a, then at b, is rotating it at a + b (R_b R_a = R_{a+b})."""
-    x = impl.round(data.draw(arrays((rows, 1, dk), 2.0)))
+    x = impl.round(data.draw(arrays((rows, 1, dk), 2.0), label="x"))
     twice = impl.rope(impl.rope(x, offset=a), offset=b)
     once = impl.rope(x, offset=a + b)
     # One application: cos/sin of the float64 angle rounded to the compute dtype

@@ -71,9 +71,9 @@ positions = st.integers(0, 2048)
 @given(st.sampled_from([2, 4, 6, 8, 16]), positions, positions, positions, st.data())
 def test_commuting_operator_gives_offset_only_scores(impl, dk, m, n, t, data):
     """Sufficiency: G in the commutant -> score(m, n) = score(m + t, n + t)."""
-    G = impl.round(data.draw(commutant_matrix(dk)))
-    q = impl.round(data.draw(arrays((dk,), 2.0)))
-    k = impl.round(data.draw(arrays((dk,), 2.0)))
+    G = impl.round(data.draw(commutant_matrix(dk), label="G"))
+    q = impl.round(data.draw(arrays((dk,), 2.0), label="q"))
+    k = impl.round(data.draw(arrays((dk,), 2.0), label="k"))
     tol = score_tol(impl, q, k, G, max(m, n) + t)
     assert abs(score(impl, q, m, k, n, G) - score(impl, q, m + t, k, n + t, G)) <= tol
 
@@ -83,8 +83,8 @@ def test_commuting_operator_gives_offset_only_scores(impl, dk, m, n, t, data):
 def test_projected_trained_operator_gives_offset_only_scores(impl, head, m, n, t, data):
     """The commutant projection of the real trained G_LM (dk = 64) is offset-only."""
     G = impl.round(project_commutant_np(trained_g_lm()[head]))
-    q = impl.round(data.draw(arrays((64,), 1.0)))
-    k = impl.round(data.draw(arrays((64,), 1.0)))
+    q = impl.round(data.draw(arrays((64,), 1.0), label="q"))
+    k = impl.round(data.draw(arrays((64,), 1.0), label="k"))
     tol = score_tol(impl, q, k, G, max(m, n) + t)
     assert abs(score(impl, q, m, k, n, G) - score(impl, q, m + t, k, n + t, G)) <= tol
 
@@ -129,7 +129,7 @@ def test_trained_operator_scores_are_not_offset_only(impl, head):
 def test_non_commuting_operator_has_a_witness(impl, dk, data):
     """Necessity for drawn G: if G R_1 != R_1 G, the unit-vector witness shows a score that
     changes under a common shift m, n -> m + t, n + t."""
-    G = impl.round(data.draw(arrays((dk, dk), 2.0)))
+    G = impl.round(data.draw(arrays((dk, dk), 2.0), label="G"))
     i, j, t, delta, tol = _witness(impl, G)
     q, k = np.eye(dk)[i], np.eye(dk)[j]
     assume(abs(delta) > 4 * tol)  # G far enough outside the commutant for this dtype

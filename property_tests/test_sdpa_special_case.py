@@ -95,9 +95,9 @@ def test_metric_constant_identity_gives_sdpa_on_the_uncached_path(impl, case):
 def test_identity_scores_exact_on_integers(impl, data):
     """Exact arithmetic: dk = 4 (sqrt(dk) = 2) and integer Q, K with |entries| <= 3 make every
     score a multiple of 1/2 below 18, exact in every dtype; G = I must give Q K^T / 2 exactly."""
-    s_q, s_k = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
-    q = data.draw(hnp.arrays(np.float64, (s_q, 4), elements=st.integers(-3, 3)))
-    k = data.draw(hnp.arrays(np.float64, (s_k, 4), elements=st.integers(-3, 3)))
+    s_q, s_k = data.draw(st.integers(1, 6), label="s_q"), data.draw(st.integers(1, 6), label="s_k")
+    q = data.draw(hnp.arrays(np.float64, (s_q, 4), elements=st.integers(-3, 3)), label="q")
+    k = data.draw(hnp.arrays(np.float64, (s_k, 4), elements=st.integers(-3, 3)), label="k")
     want = [[Fraction(int(x)) / 2 for x in row] for row in (q @ k.T).astype(int)]
     got = impl.scores(q, k, np.eye(4))
     assert [[Fraction(float(x)) for x in row] for row in got] == want
@@ -109,9 +109,9 @@ def test_identity_scores_exact_in_mpmath_and_float64_reference(data):
     """Exact arithmetic: dyadic rationals (numerators <= 20, denominators 4 and 8) and dk = 4;
     every product and sum is exact in mpmath at 30 digits and in float64, and 1/sqrt(4) = 1/2
     is exact: both reference heads must give (Q I K^T) / 2 = Q K^T / 2 exactly."""
-    s_q, s_k = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
-    q = data.draw(hnp.arrays(np.int64, (s_q, 4), elements=st.integers(-20, 20)))
-    k = data.draw(hnp.arrays(np.int64, (s_k, 4), elements=st.integers(-20, 20)))
+    s_q, s_k = data.draw(st.integers(1, 4), label="s_q"), data.draw(st.integers(1, 4), label="s_k")
+    q = data.draw(hnp.arrays(np.int64, (s_q, 4), elements=st.integers(-20, 20)), label="q")
+    k = data.draw(hnp.arrays(np.int64, (s_k, 4), elements=st.integers(-20, 20)), label="k")
     qf = [[Fraction(int(x), 4) for x in row] for row in q]
     kf = [[Fraction(int(x), 8) for x in row] for row in k]
     eye = [[Fraction(int(i == j)) for j in range(4)] for i in range(4)]

@@ -81,15 +81,17 @@ def test_reference_shift_is_bitwise_exact_with_any_mask(impl, data):
     """Exact arithmetic: with dyadic scores and shift, ``(E + c) - max(E + c) = E - max E``
     holds exactly in float64, so the reference (which subtracts the row maximum over the
     allowed entries) must return bitwise identical rows; any mask (rows non-empty)."""
-    s_q, s_k = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7))
+    s_q, s_k = data.draw(st.integers(1, 7), label="s_q"), data.draw(st.integers(1, 7), label="s_k")
     # E on a grid of 1/64 up to 2^20, c an integer up to 2^30: all sums exact (< 2^53)
     E = data.draw(
         hnp.arrays(
             np.float64, (s_q, s_k), elements=st.integers(-(2**26), 2**26).map(lambda i: i / 64)
         )
     )
-    c = data.draw(hnp.arrays(np.float64, (s_q, 1), elements=st.integers(-(2**30), 2**30)))
-    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
+    c = data.draw(
+        hnp.arrays(np.float64, (s_q, 1), elements=st.integers(-(2**30), 2**30)), label="c"
+    )
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)), label="mask")
     mask[np.arange(s_q), data.draw(st.integers(0, s_k - 1))] = True  # no empty row
     assert np.array_equal(E + c - c, E)  # the shift really is exact
     base = masked_softmax(E, mask)
@@ -107,20 +109,20 @@ def test_head_rows_are_the_masked_softmax_of_its_scores(impl, data):
     causal mask AND an extra mask (exactly the same function: bitwise), masked entries get
     weight 0, and shifting each row of the scores leaves the rows unchanged (within the
     bound above; the scores are not dyadic here, so E + c is rounded)."""
-    s_q = data.draw(st.integers(1, 6))
-    s_k = data.draw(st.integers(s_q, 6))
-    dk = data.draw(st.sampled_from([2, 4]))
+    s_q = data.draw(st.integers(1, 6), label="s_q")
+    s_k = data.draw(st.integers(s_q, 6), label="s_k")
+    dk = data.draw(st.sampled_from([2, 4]), label="dk")
     q, k, v = (data.draw(arrays(shape, 2.0)) for shape in ((s_q, dk), (s_k, dk), (s_k, 3)))
     G = np.eye(dk) + data.draw(arrays((dk, dk), 1.0)) / dk
-    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)), label="mask")
     mask[:, 0] = True  # key 0 is causally visible to every query: no empty row
-    causal = data.draw(st.booleans())
-    params = data.draw(head_params(dk))
+    causal = data.draw(st.booleans(), label="causal")
+    params = data.draw(head_params(dk), label="params")
     res = plga_forward_full(q, k, v, params, causal, G=G, mask=mask)
     allowed = (causal_mask(s_q, s_k) if causal else np.ones((s_q, s_k), bool)) & mask
     assert np.array_equal(res.weights, masked_softmax(res.E, allowed))
     assert np.all(res.weights[~allowed] == 0)
-    c = data.draw(arrays((s_q, 1), 10.0))
+    c = data.draw(arrays((s_q, 1), 10.0), label="c")
     shifted = masked_softmax(res.E + c, allowed)
     tol = shift_tolerance(impl, res.E, c, float(res.weights.max()), exact_inputs=False)
     assert np.max(np.abs(shifted - res.weights)) <= tol
@@ -131,9 +133,9 @@ def test_head_rows_are_the_masked_softmax_of_its_scores(impl, data):
 def test_a_row_with_nothing_to_attend_is_rejected(impl, s_q, s_k, data):
     """The theorem is about non-empty rows: softmax over no entries is undefined, and the
     reference says so (ValueError naming the rows) instead of returning 0/0 = NaN."""
-    E = data.draw(arrays((s_q, s_k), 5.0))
-    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
-    empty = data.draw(st.integers(0, s_q - 1))
+    E = data.draw(arrays((s_q, s_k), 5.0), label="E")
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)), label="mask")
+    empty = data.draw(st.integers(0, s_q - 1), label="empty")
     mask[empty] = False
     with pytest.raises(ValueError, match=f"rows .*{empty}"):
         masked_softmax(E, mask)
