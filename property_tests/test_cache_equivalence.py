@@ -18,8 +18,12 @@ import pytest
 import torch
 from hypothesis import assume, given, reject
 from hypothesis import strategies as st
-from impls import ALL, FLOAT, attention_bound, impl_ids, model_tolerance
-from strategies import (
+
+import pyverify.kernels as kern
+from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
+from pyverify.reference.numpy_head import layer_norm_rows
+from pyverify.testing.impls import ALL, FLOAT, attention_bound, impl_ids, model_tolerance
+from pyverify.testing.strategies import (
     arrays,
     decoder_constant_g,
     decoder_g,
@@ -32,10 +36,6 @@ from strategies import (
     trained_head,
     with_constant_g,
 )
-
-import pyverify.kernels as kern
-from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
-from pyverify.reference.numpy_head import layer_norm_rows
 
 pytestmark = pytest.mark.theorem("cache_equivalence")
 

@@ -13,10 +13,14 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from exact import add, block_diag, matmul, ones_col, rot, transpose
 from hypothesis import Phase, assume, find, given, settings
 from hypothesis import strategies as st
-from impls import (
+
+import pyverify.kernels as kern
+from pyverify.kernels.head import rotate_query, sdpa_qg
+from pyverify.reference import Decoder, PLGAParams, mp
+from pyverify.testing.exact import add, block_diag, matmul, ones_col, rot, transpose
+from pyverify.testing.impls import (
     ALL,
     FLOAT,
     UNIT_ROUNDOFF,
@@ -26,7 +30,7 @@ from impls import (
     kernels,
     model_tolerance,
 )
-from strategies import (
+from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
     decoder_g,
@@ -42,10 +46,6 @@ from strategies import (
     trained_g_lm,
     trained_head,
 )
-
-import pyverify.kernels as kern
-from pyverify.kernels.head import rotate_query, sdpa_qg
-from pyverify.reference import Decoder, PLGAParams, mp
 
 pytestmark = pytest.mark.theorem("collapse_absorption")
 

@@ -12,11 +12,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from exact import exp_trace_truncation, from_numpy, hadamard, mat
 from hypothesis import given
 from hypothesis import strategies as st
-from impls import ALL, impl_ids
-from strategies import arrays, head_params
+
+from pyverify.testing.exact import exp_trace_truncation, from_numpy, hadamard, mat
+from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.strategies import arrays, head_params
 
 pytestmark = pytest.mark.theorem("dag_floor")
 

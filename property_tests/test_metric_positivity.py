@@ -17,7 +17,15 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-from bounds import (
+from hypothesis import given, reject
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import pyverify.kernels as kern
+from pyverify.reference import PLGAParams, PowerLawOverflowError
+from pyverify.reference import mp as rmp
+from pyverify.reference import numpy_head as nh
+from pyverify.testing.bounds import (
     SAFETY,
     U64,
     density_bound,
@@ -26,16 +34,22 @@ from bounds import (
     metric_tensor_bound,
     power_law_bound,
 )
-from hypothesis import given, reject
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-from impls import ALL, REFERENCE, attention_bound, impl_ids, kernels, params_as_used
-from strategies import arrays, examples, floats, head_params, multi_head_params, seeds
-
-import pyverify.kernels as kern
-from pyverify.reference import PLGAParams, PowerLawOverflowError
-from pyverify.reference import mp as rmp
-from pyverify.reference import numpy_head as nh
+from pyverify.testing.impls import (
+    ALL,
+    REFERENCE,
+    attention_bound,
+    impl_ids,
+    kernels,
+    params_as_used,
+)
+from pyverify.testing.strategies import (
+    arrays,
+    examples,
+    floats,
+    head_params,
+    multi_head_params,
+    seeds,
+)
 
 pytestmark = pytest.mark.theorem("metric_positivity")
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
-from impls import ALL, attention_bound, impl_ids
-from strategies import arrays, head_params, qkv, with_constant_g
+
+from pyverify.testing.impls import ALL, attention_bound, impl_ids
+from pyverify.testing.strategies import arrays, head_params, qkv, with_constant_g
 
 pytestmark = pytest.mark.theorem("prefix_consistency")
 

@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 import sympy
 import torch
-from exact import J, add, block_diag, eye, matmul, rot, scale
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids, kernels
-from strategies import (
+
+import pyverify.kernels as kern
+from pyverify.kernels.collapsed import DEFAULT_COMMUTANT_TOL
+from pyverify.reference import rope_thetas
+from pyverify.testing.exact import J, add, block_diag, eye, matmul, rot, scale
+from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids, kernels
+from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
     fraction_matrix,
@@ -25,10 +29,6 @@ from strategies import (
     trained_g_lm,
     trained_head,
 )
-
-import pyverify.kernels as kern
-from pyverify.kernels.collapsed import DEFAULT_COMMUTANT_TOL
-from pyverify.reference import rope_thetas
 
 pytestmark = pytest.mark.theorem("rope_commutant_char")
 

@@ -14,11 +14,12 @@ import math
 
 import numpy as np
 import pytest
-from exact import block_diag, eye, matmul, rot, transpose
 from hypothesis import given
 from hypothesis import strategies as st
-from impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids
-from strategies import arrays, pythagorean
+
+from pyverify.testing.exact import block_diag, eye, matmul, rot, transpose
+from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids
+from pyverify.testing.strategies import arrays, pythagorean
 
 pytestmark = pytest.mark.theorem("rope_group")
 

@@ -18,16 +18,16 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids
-from strategies import (
+
+from pyverify.reference import rotation_matrix
+from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids
+from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
     project_commutant_np,
     trained_g_lm,
     trained_head,
 )
-
-from pyverify.reference import rotation_matrix
 
 pytestmark = pytest.mark.theorem("rope_relative_position")
 

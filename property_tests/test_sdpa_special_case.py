@@ -12,11 +12,11 @@ import torch.nn.functional as F  # noqa: N812
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, attention_bound, impl_ids
-from strategies import head_params, qkv, with_constant_g
 
 from pyverify.reference import mp, plga_forward, plga_forward_full
 from pyverify.reference import numpy_head as nh
+from pyverify.testing.impls import ALL, attention_bound, impl_ids
+from pyverify.testing.strategies import head_params, qkv, with_constant_g
 
 pytestmark = pytest.mark.theorem("sdpa_special_case")
 

@@ -8,10 +8,10 @@ import sympy
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
-from strategies import arrays, examples, grid_arrays, head_params
 
 from pyverify.reference import causal_mask, masked_softmax, plga_forward_full
+from pyverify.testing.impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
+from pyverify.testing.strategies import arrays, examples, grid_arrays, head_params
 
 pytestmark = pytest.mark.theorem("softmax_shift")
 

@@ -1,0 +1,8 @@
+"""What the property tests share (needs the test extras: Hypothesis).
+
+* :mod:`~pyverify.testing.impls` -- the two implementations behind one adapter, the
+  lists the tests are parametrised over, derived error bounds;
+* :mod:`~pyverify.testing.strategies` -- Hypothesis strategies for PLGA inputs;
+* :mod:`~pyverify.testing.bounds` -- forward error bounds of each stage (vs mpmath);
+* :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks.
+"""
