@@ -142,7 +142,7 @@ def test_positivity_beyond_float_range_in_mpmath(case):
 # The positivity above is only worth something if A_LM and A_P are the spec's tensors:
 # each implementation's iSwiGLU, A_LM = iSwiGLU(W A + b) + eps and A_P = A_LM ** P are
 # compared with the mpmath reference on the implementation's own inputs, within the
-# first-order forward error bounds of bounds.py (doubled: SAFETY).
+# first-order forward error bounds of pyverify.testing.bounds (doubled: SAFETY).
 
 
 def _ctx():

@@ -183,18 +183,7 @@ def _fmt(x: Any) -> str:
 
 
 def format_diagnostics(d: dict) -> str:
-    """Render :func:`run_diagnose` (or :func:`run_model_diagnose`) output as text.
-
-    Parameters
-    ----------
-    d : dict
-        The diagnostics dict.
-
-    Returns
-    -------
-    str
-        A few summary lines and a per-layer table.
-    """
+    """:func:`run_diagnose` or :func:`run_model_diagnose` output as summary lines and tables."""
     if d.get("kind") == "model":
         m, op, inv = d["model"], d["order_parameter"], d["invariance"]
         lines = [

@@ -182,7 +182,7 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         f"sweep): {len(cc['cases'])} cases, {len(cc['rows'])} comparisons, {n_fail} failed; "
         f"devices {', '.join(cc['devices'])}; dtypes {', '.join(cc['dtypes'])}. Error = per "
         "(batch, head) slice `max|x - y| / max|y|`; max and median over slices (and cases). "
-        "Tolerances and their derivation: `pyverify/crosscheck.py`."
+        "Tolerances and their derivation: `pyverify/tolerance.py`."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
     rows = [
