@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pyverify.errors import InputValueError
 from pyverify.reference.deductive import Deductive, PLGAResult
 from pyverify.reference.numpy_head import plga_forward_full
 from pyverify.reference.params import PLGAParams
@@ -54,17 +55,17 @@ def plga_forward_batched(
         or va.ndim != 4
         or not qa.shape[:2] == ka.shape[:2] == va.shape[:2]
     ):
-        raise ValueError(
+        raise InputValueError(
             "q, k, v must be 4-D (B, H, S, d) with equal (B, H); "
             f"got {qa.shape}, {ka.shape}, {va.shape}"
         )
     B, H = qa.shape[:2]
     per_head = [heads] * H if isinstance(heads, PLGAParams) else list(heads)
     if len(per_head) != H:
-        raise ValueError(f"heads must hold H = {H} PLGAParams; got {len(per_head)}")
+        raise InputValueError(f"heads must hold H = {H} PLGAParams; got {len(per_head)}")
     Ga = None if G is None else np.asarray(G)
     if Ga is not None and (Ga.ndim not in (3, 4) or Ga.shape[-3] != H):
-        raise ValueError(
+        raise InputValueError(
             f"G must have shape (H, dk, dk) or (B, H, dk, dk) with H = {H}; got {Ga.shape}"
         )
 
