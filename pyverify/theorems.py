@@ -17,6 +17,14 @@ THEOREM_IDS: tuple[str, ...] = (
     "dag_floor",
     "prefix_consistency",
     "softmax_shift",
+    "incremental_decoding",
+    "softmax_simplex",
+    "rope_twirl",
+    "density_psd",
+    "layernorm_invariance",
+    "rank_one_generator",
+    "hadamard_power_group",
+    "score_perturbation",
 )
 
 SUMMARIES: dict[str, str] = {
@@ -30,6 +38,14 @@ SUMMARIES: dict[str, str] = {
     "dag_floor": "tr(exp(A_LM o A_LM)) - d >= d eps^2 > 0: no exact acyclicity.",
     "prefix_consistency": "Causal SDPA and constant-G PLGA are prefix consistent; Gram-G PLGA not.",
     "softmax_shift": "Softmax is invariant under adding one constant to a row.",
+    "incremental_decoding": "Decoding with a growing KV- and G-cache equals the full forward pass.",
+    "softmax_simplex": "Masked softmax rows lie on the simplex; equal iff scores differ by a shift.",
+    "rope_twirl": "Averaging R_n M R_n^T keeps the commutant part, damps the rest by (1/S) sum w^n.",
+    "density_psd": "D = Q^T Q is symmetric positive semidefinite; rank one for one row.",
+    "layernorm_invariance": "LayerNorm ignores a constant shift (and, with eps = 0, positive scaling).",
+    "rank_one_generator": "A generator with identical rows is rank one; entrywise maps keep that.",
+    "hadamard_power_group": "A^(o(s+t)P) = A^(o sP) o A^(o tP) and A^(o 0) = 1 for positive A.",
+    "score_perturbation": "|q (G - G*) k^T| is bounded; a top-1 margin > 2 eta keeps the argmax.",
 }
 
 

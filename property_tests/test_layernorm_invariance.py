@@ -1,0 +1,181 @@
+"""layernorm_invariance: LayerNorm ignores a constant shift of a row; with eps = 0 also a
+positive scaling.
+
+Two places where the implementations run a LayerNorm over rows, both public:
+
+* the metric learner's first stage, ``A0 = LN_rows(D)`` (a head with no residual units:
+  ``metric_learner`` returns exactly ``LN_rows(D) gamma + beta``), in the compute dtype;
+* the decoder's embedding, ``LN(Emb(t) sqrt(d_model))``, in the model dtype (bfloat16 and
+  float16 included): a token whose embedding row is another's plus a constant (or times
+  a positive factor) must get the same normalised row.
+
+Tolerances. Inputs are chosen exactly representable (grid values; shifts and power-of-two
+factors keep them exact; ``sqrt(d_model)`` is 2 or 4), so the exact LayerNorm values of
+the two rows are equal and only the two evaluations' own rounding separates them:
+:func:`bounds.layer_norm_bound` (Higham-style first-order bound for exact input, the
+cancellation in ``x - mean`` and the ``1/sigma`` conditioning included), doubled
+(``bounds.SAFETY``), for each evaluation, plus the rounding of the output to a
+bfloat16/float16 model dtype (``u_io |LN(x)|`` each). For a general positive factor the
+scaled row is rounded once (``u_io |a x|`` per entry), propagated by the same bound.
+Each evaluation is also compared with the float64 formula (an independent oracle).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from bounds import SAFETY, layer_norm_bound
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from impls import ALL, FLOAT, impl_ids
+from strategies import examples, grid_arrays, seeds
+
+import pyverify.kernels as kern
+from pyverify.reference import Decoder, DecoderParams, PLGAParams
+from pyverify.reference import numpy_head as nh
+
+pytestmark = pytest.mark.theorem("layernorm_invariance")
+
+
+def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
+    """The implementation's row LayerNorm of X (dk x dk): metric learner, no units."""
+    if impl.name == "reference":
+        return nh.layer_norm_rows(X, params.ln0_gamma, params.ln0_beta, eps)
+    hp = dataclasses.replace(impl.heads(params), ln_eps=eps)
+    A = kern.metric_learner(impl.t(X, impl.cdtype)[None, None], hp)
+    return A[0, 0].to(torch.float64).numpy()
+
+
+def _held(impl, x) -> np.ndarray:
+    """A parameter as the implementation holds it (float32 for the float32 kernels)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x if impl.u_compute == 2.0**-53 else x.astype(np.float32).astype(np.float64)
+
+
+def _bound(impl, X, dX, params, eps) -> np.ndarray:
+    """Two-fold first-order bound of one evaluation of the row LayerNorm of X."""
+    g, b = _held(impl, params.ln0_gamma), _held(impl, params.ln0_beta)
+    return SAFETY * layer_norm_bound(X, dX, g, b, eps, impl.u_compute)
+
+
+def _spread_ok(X) -> bool:
+    """Rows with a non-negligible spread (var >= 1/64): eps = 0 needs var > 0."""
+    return bool(np.all(X.var(axis=1) >= 1 / 64))
+
+
+@st.composite
+def ln_cases(draw):
+    dk = draw(st.sampled_from([2, 4, 6, 8]))
+    X = draw(grid_arrays((dk, dk), bound=8, denom=8))
+    c = draw(grid_arrays((dk, 1), bound=8, denom=8))
+    params = PLGAParams.random(dk=dk, a_dff=1, num_reslayer=0, num_dense=0, seed=draw(seeds))
+    return X, c, params
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(ln_cases(), st.sampled_from([1e-6, 0.0]))
+def test_row_layernorm_ignores_a_row_shift(impl, case, eps):
+    X, c, params = case
+    if eps == 0.0:
+        assume(_spread_ok(X))
+    Y = X + c  # multiples of 1/8 up to 16: exact in every dtype
+    a, b = _ln_impl(impl, X, params, eps), _ln_impl(impl, Y, params, eps)
+    z = np.zeros_like(X)
+    tol = _bound(impl, X, z, params, eps) + _bound(impl, Y, z, params, eps)
+    assert np.all(np.abs(a - b) <= tol)
+    # the oracle: the float64 formula with gamma/beta as the implementation holds them
+    want = nh.layer_norm_rows(X, _held(impl, params.ln0_gamma), _held(impl, params.ln0_beta), eps)
+    assert np.all(np.abs(a - want) <= _bound(impl, X, z, params, eps) + 1e-15 * np.abs(want))
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(ln_cases(), st.integers(-6, 6), st.floats(0.01, 100.0))
+def test_row_layernorm_without_eps_ignores_positive_scaling(impl, case, k, a):
+    X, _, params = case
+    assume(_spread_ok(X))
+    # a power of two: the scaled rows are exact
+    Y = X * 2.0**k
+    z = np.zeros_like(X)
+    lx = _ln_impl(impl, X, params, 0.0)
+    ly = _ln_impl(impl, Y, params, 0.0)
+    assert np.all(
+        np.abs(lx - ly) <= _bound(impl, X, z, params, 0.0) + _bound(impl, Y, z, params, 0.0)
+    )
+    # any positive factor: a X rounded once to the compute dtype (input error propagated)
+    Ya = _held(impl, a * X)
+    dY = impl.u_compute * np.abs(a * X)
+    la = _ln_impl(impl, Ya, params, 0.0)
+    tol = _bound(impl, X, z, params, 0.0) + _bound(impl, a * X, dY, params, 0.0)
+    assert np.all(np.abs(lx - la) <= tol)
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(ln_cases())
+def test_positive_eps_breaks_scale_invariance(impl, case):
+    """Sharpness: with eps > 0 scaling a row down changes its LayerNorm (visibly)."""
+    X, _, params = case
+    assume(_spread_ok(X))
+    params = dataclasses.replace(params, ln0_gamma=np.ones(X.shape[0]))
+    eps = 1.0
+    small = X * 2.0**-10
+    lx, ls = _ln_impl(impl, X, params, eps), _ln_impl(impl, small, params, eps)
+    z = np.zeros_like(X)
+    tol = _bound(impl, X, z, params, eps) + _bound(impl, small, z, params, eps)
+    assert np.max(np.abs(lx - ls)) > 10 * np.max(tol)
+
+
+# --------------------------------------------------------------------------- decoder
+@st.composite
+def embedding_cases(draw):
+    d_model = draw(st.sampled_from([4, 16]))  # sqrt(d_model) = 2 or 4: exact products
+    ref = DecoderParams.random(vocab=4, d_model=d_model, num_heads=1, num_layers=1, dff=4,
+                               a_dff=2, num_reslayer=0, num_dense=1, seed=draw(seeds))  # fmt: skip
+    # multiples of 1/8 in [-4, 4] shifted by one in [-4, 4]: sums on the 1/8 grid below
+    # 8, times 2 or 4: at most 8 significant bits (exact in bfloat16)
+    e = draw(grid_arrays((d_model,), bound=4, denom=8))
+    assume(e.var() >= 1 / 16)
+    c = draw(st.integers(-32, 32)) / 8
+    k = draw(st.integers(-3, 3))
+    emb = np.stack([e, e + c, e * 2.0**k, ref.embedding[3]])
+    return ref, emb
+
+
+def _embed(impl, ref: Decoder, tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Embedded rows, and gamma/beta as the model holds them."""
+    if impl.name == "reference":
+        p = ref.params
+        return ref.embed(tokens=np.asarray(tokens)), p.ln_gamma, p.ln_beta
+    model = kern.model.from_reference(ref, impl.device, impl.tdtype)
+    t = torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
+    x = model.embed(t)[0].to(torch.float64).numpy()
+    pp = model.params
+    return x, pp.ln0_gamma.to(torch.float64).numpy(), pp.ln0_beta.to(torch.float64).numpy()
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@examples(15)
+@given(embedding_cases(), st.sampled_from([1e-6, 0.0]))
+def test_decoder_embedding_layernorm_invariances(impl, case, eps):
+    """Token 1 = token 0 shifted: same row (any eps); token 2 = token 0 scaled by a power
+    of two: same row with eps = 0. In the model dtype (bfloat16/float16 included)."""
+    params, emb = case
+    ref = Decoder(dataclasses.replace(params, embedding=emb, ln_eps=eps))
+    x, g, b = _embed(impl, ref, [0, 1, 2])
+    s = np.sqrt(emb.shape[1])
+    rows = [emb[i] * s for i in range(3)]
+    z = np.zeros((1, emb.shape[1]))
+
+    def tol(r):
+        exact = nh.layer_norm_rows(r[None], g, b, eps)
+        out_round = impl.u_io * np.abs(exact) if impl.dtype in ("bfloat16", "float16") else 0
+        return SAFETY * layer_norm_bound(r[None], z, g, b, eps, impl.u_compute) + out_round
+
+    assert np.all(np.abs(x[0] - x[1]) <= tol(rows[0]) + tol(rows[1]))
+    if eps == 0.0:
+        assert np.all(np.abs(x[0] - x[2]) <= tol(rows[0]) + tol(rows[2]))
+    # the oracle: the float64 formula with the model's gamma/beta
+    exact = nh.layer_norm_rows(rows[0][None], g, b, eps)
+    assert np.all(np.abs(x[0] - exact) <= tol(rows[0]) + 1e-15 * np.abs(exact))

@@ -1,0 +1,183 @@
+"""rank_one_generator: the "learned singularity".
+
+Statement: a generator with identical rows (``A = 1 alpha^T``) has every 2 x 2 minor zero
+and determinant 0 (dk >= 2); entrywise maps and Hadamard powers keep the rows identical.
+
+On the implementations:
+
+* steps 4-6 from an identical-row ``A`` with ``W = I`` (a matrix product by I is exact)
+  and identical-row ``b``, ``P`` and ``b_a`` (``a = I``) are entrywise maps (iSwiGLU, the
+  ``+ eps``, the power ``A_LM ** P``, the affine ``G``): ``A_LM``, ``A_P`` and ``G`` must
+  have identical rows. Not bitwise: torch evaluates the SIMD body and the scalar tail of
+  an elementwise kernel with different code (one float64 entry of a 6 x 6 iSwiGLU was
+  seen 1 ulp off its row), so rows agree within the stages' rounding
+  (:func:`stage_bounds`), and every 2 x 2 minor of the computed matrices, evaluated
+  exactly in Fractions, within the first-order effect of those entry errors;
+* steps 1-3 on queries whose columns are all equal: ``D = Q^T Q = |q|^2 1 1^T`` has
+  identical (constant) rows, the row LayerNorm maps a constant row to ``beta``, and the
+  row-wise metric learner keeps the rows identical. Rows of a matrix product may be
+  summed in different orders by BLAS, so there the rows agree within the metric-learner
+  bound (:func:`bounds.metric_learner_bound`, the rounding of each row's evaluation,
+  doubled for the two rows compared).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from itertools import combinations
+
+import numpy as np
+import pytest
+from bounds import SAFETY, metric_learner_bound
+from exact import from_numpy
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from impls import ALL, FLOAT, impl_ids, params_as_used
+from strategies import arrays, examples, fractions, head_params, seeds
+
+from pyverify.reference import PLGAParams
+from pyverify.reference import numpy_head as nh
+
+pytestmark = pytest.mark.theorem("rank_one_generator")
+
+
+def det(M) -> Fraction:
+    """Exact determinant by Gaussian elimination over the rationals."""
+    A = [list(r) for r in M]
+    n, d = len(A), Fraction(1)
+    for c in range(n):
+        piv = next((r for r in range(c, n) if A[r][c] != 0), None)
+        if piv is None:
+            return Fraction(0)
+        if piv != c:
+            A[c], A[piv] = A[piv], A[c]
+            d = -d
+        d *= A[c][c]
+        for r in range(c + 1, n):
+            f = A[r][c] / A[c][c]
+            A[r] = [x - f * y for x, y in zip(A[r], A[c], strict=True)]
+    return d
+
+
+def minors_vanish(M) -> bool:
+    pairs = list(combinations(range(len(M)), 2))
+    return all(M[i][j] * M[k][m] - M[i][m] * M[k][j] == 0 for i, k in pairs for j, m in pairs)
+
+
+def identical_rows(dk: int, row: np.ndarray) -> np.ndarray:
+    return np.ones((dk, 1)) * row[None, :]
+
+
+@st.composite
+def generator_cases(draw):
+    dk = draw(st.sampled_from([2, 4, 6, 8]))
+    alpha = draw(arrays((dk,), 3.0))
+    beta = draw(arrays((dk,), 1.0))
+    pi = draw(hnp.arrays(np.float64, (dk,), elements=st.floats(0.5, 1.5)))
+    gam = draw(arrays((dk,), 1.0))
+    base = PLGAParams.random(dk=dk, a_dff=1, num_reslayer=0, num_dense=0, seed=draw(seeds))
+    params = dataclasses.replace(
+        base,
+        W=np.eye(dk),
+        b=identical_rows(dk, beta),
+        P=identical_rows(dk, pi),
+        a=np.eye(dk),
+        b_a=identical_rows(dk, gam),
+    )
+    return identical_rows(dk, alpha), params
+
+
+def stage_bounds(impl, A_LM, A_P, G, P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entrywise bounds of one evaluation of each entrywise stage (exact identical-row
+    input): iSwiGLU ``z silu(z)`` and ``+ eps`` within 8u + u relative
+    (:func:`bounds.metric_tensor_bound`); the power moves by ``|P|`` times the base's
+    relative error plus 4u (pow within 2 ulp); ``G = I A_P + b_a`` adds one rounding.
+    Doubled (``bounds.SAFETY``) for second-order terms."""
+    u = impl.u_compute
+    rel_lm = 9 * u
+    e_lm = rel_lm * np.abs(A_LM)
+    e_p = (np.abs(P) * rel_lm + 4 * u) * np.abs(A_P)
+    e_g = e_p + u * np.abs(G)
+    return SAFETY * e_lm, SAFETY * e_p, SAFETY * e_g
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(generator_cases())
+def test_entrywise_stages_keep_a_rank_one_generator_singular(impl, case):
+    A, params = case
+    A = impl.round(A)
+    A_LM, A_P, G = impl.energy(A, params)
+    p = params_as_used(impl, params)
+    errs = (np.zeros_like(A), *stage_bounds(impl, A_LM, A_P, G, p.P))
+    for M, e in zip((A, A_LM, A_P, G), errs, strict=True):
+        assert np.all(np.isfinite(M))
+        # identical rows: each entry within its bound of the common exact value
+        assert np.all(np.abs(M - M[0][None, :]) <= 2 * e)
+        # every 2 x 2 minor of the computed matrix, evaluated exactly, is within the
+        # first-order effect of those entry errors (zero for the exact A)
+        F, Fe = from_numpy(M), from_numpy(e)
+        dk = M.shape[0]
+        for i, k in combinations(range(dk), 2):
+            for j, m in combinations(range(dk), 2):
+                minor = F[i][j] * F[k][m] - F[i][m] * F[k][j]
+                slack = 3 * (abs(F[i][j]) * Fe[k][m] + Fe[i][j] * abs(F[k][m])
+                             + abs(F[i][m]) * Fe[k][j] + Fe[i][m] * abs(F[k][j]))  # fmt: skip
+                assert abs(minor) <= slack
+    assert minors_vanish(from_numpy(A)) and det(from_numpy(A)) == 0
+    # the rows are the spec's entrywise maps of alpha (oracle: float64 formulas)
+    z = A[0] + p.b[0]
+    want = z * z / (1 + np.exp(-z)) + p.metric_eps
+    assert np.all(np.abs(A_LM[0] - want) <= 16 * impl.u_compute * np.abs(want))
+    want_p = want ** p.P[0]
+    assert np.all(np.abs(A_P[0] - want_p) <= (np.abs(p.P[0]) * 16 + 8) * impl.u_compute * want_p)
+
+
+@st.composite
+def equal_column_queries(draw):
+    s, dk = draw(st.integers(1, 6)), draw(st.sampled_from([2, 4, 6, 8]))
+    col = draw(arrays((s,), 3.0).filter(lambda c: np.any(np.abs(c) >= 0.1)))
+    return np.repeat(col[:, None], dk, axis=1), draw(head_params(dk))
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(equal_column_queries())
+def test_metric_learner_keeps_identical_rows(impl, case):
+    """Queries with all columns equal: D has constant identical rows, and the metric
+    learner's output A has identical rows (to its rounding)."""
+    q, params = case
+    q = impl.round(q)
+    A = impl.deductive(q, params).A
+    p = params_as_used(impl, params)
+    D = q.T @ q  # exact here: q's columns are equal, each entry the same sum
+    dD = np.zeros_like(D)
+    _, dA = metric_learner_bound(D, dD + 2 * impl.u_compute * np.abs(D) * q.shape[0], p,
+                                 impl.u_compute)  # fmt: skip
+    tol = 2 * SAFETY * dA.max(axis=0)
+    assert np.all(np.abs(A - A[0][None, :]) <= tol)
+    # the first row agrees with the spec's value: LN of a constant row is beta, then units
+    X = np.ones((1, 1)) * p.ln0_beta[None, :]
+    want = nh.metric_learner(X, p.reslayers, p.ln_eps)[0]
+    assert np.all(np.abs(A[0] - want) <= tol + 1e-12 * np.abs(want))
+
+
+# --------------------------------------------------------------------------- exact
+@pytest.mark.implementation("reference", dtype="exact")
+@examples(30)
+@given(st.integers(2, 5), st.data())
+def test_rank_one_generator_exactly(dk, data):
+    """Rational alpha: 1 alpha^T has zero minors and det 0; an entrywise polynomial map
+    and a Hadamard power with identical-row exponents keep rows identical (so singular);
+    a generic matrix is not singular (the statement is not vacuous)."""
+    alpha = data.draw(st.lists(fractions(), min_size=dk, max_size=dk))
+    A = [list(alpha) for _ in range(dk)]
+    assert minors_vanish(A) and det(A) == 0
+    c0, c1, c2 = (data.draw(fractions()) for _ in range(3))
+    fA = [[c0 + c1 * x + c2 * x * x for x in r] for r in A]
+    assert all(r == fA[0] for r in fA) and det(fA) == 0
+    expo = data.draw(st.lists(st.integers(0, 3), min_size=dk, max_size=dk))
+    HA = [[x**e for x, e in zip(r, expo, strict=True)] for r in A]
+    assert all(r == HA[0] for r in HA) and det(HA) == 0
+    eye = [[Fraction(int(i == j)) + alpha[j] for j in range(dk)] for i in range(dk)]
+    assert det(eye) == 1 + sum(alpha)  # I + 1 alpha^T: singular only if sum(alpha) = -1

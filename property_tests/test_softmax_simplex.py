@@ -1,0 +1,185 @@
+"""softmax_simplex: masked softmax rows lie on the simplex; equal rows iff a shift.
+
+Statement: a masked softmax row is > 0 on allowed entries, exactly 0 on masked ones and
+sums to 1; for an injective exp, two rows (same mask) are equal iff the scores differ by a
+constant on the allowed entries.
+
+Floating-point form. Each computed entry is ``p_i (1 + e_i)`` with ``|e_i| <= eps`` where
+(see :func:`entry_rel_error`) eps collects exp, the normaliser, and the roundings of the
+row to the dtype. Then
+
+* ``|sum_i p^_i - 1| <= eps`` (a weighted average of the e_i);
+* ``p^_i >= p_i (1 - eps) > 0`` as long as ``p_i`` stays a normal number of the dtype,
+  which the score ranges below guarantee (``p_i >= exp(-range) / S_k``);
+* the "equal iff shift" part is checked through what makes it true: the row determines
+  the score differences, ``log p_i - log p_j = e_i - e_j``; computed rows recover them
+  within ``2 eps / (1 - eps)`` (``|log(1 + x)| <= |x| / (1 - |x|)``). So rows of scores
+  differing by a shift agree within the shift bound, and scores whose difference is not
+  constant (spread above twice the recovery bound) can never give equal rows.
+
+The exact part uses ``exp = 2^x`` on integers (an injective, multiplicative exp) and
+``fractions.Fraction``: all four claims hold with equality, for any mask.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from impls import ALL, REFERENCE, gamma, impl_ids
+from strategies import arrays, examples, grid_arrays
+from wave2_helpers import softmax_entry_rel_error
+
+from pyverify.reference import causal_mask, masked_softmax
+
+pytestmark = pytest.mark.theorem("softmax_simplex")
+
+
+def entry_rel_error(impl, E, causal: bool) -> float:
+    """Relative error bound of one computed entry: :func:`softmax_entry_rel_error`."""
+    return softmax_entry_rel_error(impl, E)
+
+
+@st.composite
+def score_cases(draw, impl):
+    """Scores exactly representable in the dtype, of a range whose softmax stays normal.
+
+    float16's normal range ends at 6.1e-5: with |E| <= 3 the smallest weight is at least
+    exp(-6) / 8 = 3e-4. bfloat16 shares the grid (8 significant bits hold multiples of
+    1/8 up to 16). float32/float64 take any float up to 10 (exp(-20) / 8 = 3e-10).
+    """
+    s_q = draw(st.integers(1, 8))
+    s_k = draw(st.integers(s_q, 8))
+    if impl.dtype in ("bfloat16", "float16"):
+        E = draw(grid_arrays((s_q, s_k), bound=3, denom=8))
+    else:
+        E = impl.round(draw(arrays((s_q, s_k), 10.0)))
+    return E, draw(st.booleans())
+
+
+def _allowed(E, causal):
+    return causal_mask(*E.shape) if causal else np.ones(E.shape, dtype=bool)
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.data())
+def test_rows_lie_on_the_simplex(impl, data):
+    E, causal = data.draw(score_cases(impl))
+    p = impl.softmax(E, causal=causal)
+    allowed = _allowed(E, causal)
+    eps = entry_rel_error(impl, E, causal)
+    assert np.all(p[allowed] > 0)  # positive where allowed ...
+    assert np.all(p[~allowed] == 0)  # ... exactly zero where masked ...
+    assert np.max(np.abs(p.sum(axis=1) - 1)) <= eps  # ... and the row sums to one
+    # against the spec written out (float64, exp of exactly held scores): each entry
+    # within its relative bound (plus the float64 oracle's own, << eps)
+    Em = np.where(allowed, E, -np.inf)
+    w = np.exp(Em - Em.max(axis=1, keepdims=True))
+    want = w / w.sum(axis=1, keepdims=True)
+    assert np.all(np.abs(p - want) <= (eps + gamma(E.shape[1] + 4, 2.0**-53)) * want)
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.data())
+def test_rows_determine_scores_up_to_a_shift(impl, data):
+    """``log p_i - log p_j`` recovers ``e_i - e_j``: equal rows force a constant shift."""
+    E1, causal = data.draw(score_cases(impl))
+    s_q, s_k = E1.shape
+    allowed = _allowed(E1, causal)
+    p1 = impl.softmax(E1, causal=causal)
+    eps = entry_rel_error(impl, E1, causal)
+    rec = 2 * eps / (1 - eps)
+    for r in range(s_q):
+        a = np.flatnonzero(allowed[r])
+        lp = np.log(p1[r, a])
+        got = lp[:, None] - lp[None, :]
+        want = E1[r, a][:, None] - E1[r, a][None, :]
+        assert np.max(np.abs(got - want)) <= rec
+    # a second score matrix, differing by a non-constant amount on some row's allowed
+    # entries: its rows cannot equal the first's there (the spread exceeds 2 rec)
+    if impl.dtype in ("bfloat16", "float16"):
+        E2 = data.draw(grid_arrays((s_q, s_k), bound=3, denom=8))
+    else:
+        E2 = impl.round(data.draw(arrays((s_q, s_k), 10.0)))
+    p2 = impl.softmax(E2, causal=causal)
+    rec2 = rec + 2 * entry_rel_error(impl, E2, causal) / (1 - entry_rel_error(impl, E2, causal))
+    for r in range(s_q):
+        d = (E2 - E1)[r, allowed[r]]
+        if d.max() - d.min() > rec + rec2:
+            assert not np.array_equal(p1[r], p2[r])
+            # and quantitatively: some log-ratio differs by more than the recovery errors
+            a = np.flatnonzero(allowed[r])
+            l1, l2 = np.log(p1[r, a]), np.log(p2[r, a])
+            diff = (l2 - l1)[:, None] - (l2 - l1)[None, :]
+            assert np.max(np.abs(diff)) > 0
+
+
+@pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
+@given(st.data())
+def test_reference_simplex_with_any_mask(impl, data):
+    """Any non-empty mask (not only causal): the reference's rows are on the simplex."""
+    s_q, s_k = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7))
+    E = data.draw(arrays((s_q, s_k), 20.0))
+    mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
+    mask[np.arange(s_q), data.draw(st.integers(0, s_k - 1))] = True
+    p = masked_softmax(E, mask)
+    M = np.where(mask, E, -np.inf)
+    # |E| <= 20: the smallest weight is >= exp(-40) / 7 = 6e-19, a normal float64
+    assert np.all(p[mask] > 0) and np.all(p[~mask] == 0)
+    assert np.max(np.abs(p.sum(axis=1) - 1)) <= gamma(s_k + 4, 2.0**-53)
+    lp = np.log(np.where(mask, p, 1.0))
+    for r in range(s_q):
+        a = np.flatnonzero(mask[r])
+        got = lp[r, a][:, None] - lp[r, a][None, :]
+        want = M[r, a][:, None] - M[r, a][None, :]
+        assert np.max(np.abs(got - want)) <= 4 * gamma(s_k + 4, 2.0**-53) + 4 * 2.0**-53 * 40
+
+
+# --------------------------------------------------------------------------- exact
+def _softmax2(e: list[int], allowed: list[bool]) -> list[Fraction]:
+    """Masked softmax with the injective exp ``x -> 2^x`` on integers, exactly."""
+    z = sum(Fraction(2) ** x for x, a in zip(e, allowed, strict=True) if a)
+    return [Fraction(2) ** x / z if a else Fraction(0) for x, a in zip(e, allowed, strict=True)]
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@examples(60)
+@given(st.data())
+def test_simplex_and_shift_characterisation_exactly(data):
+    n = data.draw(st.integers(1, 6))
+    e1 = data.draw(st.lists(st.integers(-12, 12), min_size=n, max_size=n))
+    allowed = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    allowed[data.draw(st.integers(0, n - 1))] = True
+    c = data.draw(st.integers(-20, 20))
+    # half the draws: a shift on the allowed entries (masked entries arbitrary);
+    # the other half: anything
+    if data.draw(st.booleans()):
+        e2 = [
+            x + c if a else data.draw(st.integers(-12, 12))
+            for x, a in zip(e1, allowed, strict=True)
+        ]
+    else:
+        e2 = data.draw(st.lists(st.integers(-12, 12), min_size=n, max_size=n))
+    p1, p2 = _softmax2(e1, allowed), _softmax2(e2, allowed)
+    for p in (p1, p2):
+        assert sum(p) == 1
+        assert all((x > 0) if a else (x == 0) for x, a in zip(p, allowed, strict=True))
+    diffs = {y - x for x, y, a in zip(e1, e2, allowed, strict=True) if a}
+    assert (p1 == p2) == (len(diffs) == 1)
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@examples(10)
+@given(st.integers(2, 6), st.data())
+def test_shift_detection_is_not_vacuous(n, data):
+    """Both sides of the iff occur: a non-constant difference gives different rows."""
+    e1 = data.draw(st.lists(st.integers(-5, 5), min_size=n, max_size=n))
+    i = data.draw(st.integers(0, n - 1))
+    e2 = list(e1)
+    e2[i] += data.draw(st.integers(1, 5))
+    assume(n >= 2)
+    assert _softmax2(e1, [True] * n) != _softmax2(e2, [True] * n)
