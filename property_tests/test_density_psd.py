@@ -27,14 +27,14 @@ from itertools import combinations
 import numpy as np
 import pytest
 import torch
-from exact import from_numpy, matmul, transpose
 from hypothesis import given
 from hypothesis import strategies as st
-from impls import ALL, gamma, impl_ids
-from strategies import arrays, even_dk, examples, fraction_matrix
 
 import pyverify.kernels as kern
 from pyverify.reference import numpy_head as nh
+from pyverify.testing.exact import from_numpy, matmul, transpose
+from pyverify.testing.impls import ALL, gamma, impl_ids
+from pyverify.testing.strategies import arrays, even_dk, examples, fraction_matrix
 
 pytestmark = pytest.mark.theorem("density_psd")
 

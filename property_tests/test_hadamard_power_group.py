@@ -23,14 +23,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
-from bounds import SAFETY
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import FLOAT, impl_ids
-from strategies import examples, grid_arrays, seeds
 
 from pyverify.reference import PLGAParams
+from pyverify.testing.bounds import SAFETY
+from pyverify.testing.impls import FLOAT, impl_ids
+from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("hadamard_power_group")
 

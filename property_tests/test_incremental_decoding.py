@@ -35,11 +35,17 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from impls import FLOAT, REFERENCE, impl_ids, kernels, model_tolerance
-from strategies import decoder_constant_g, decoder_g, examples, small_decoder, tokens
 
 import pyverify.kernels as kern
 from pyverify.reference import Decoder, DecoderParams, KVGCache, PowerLawOverflowError, g_cache_from
+from pyverify.testing.impls import FLOAT, REFERENCE, impl_ids, kernels, model_tolerance
+from pyverify.testing.strategies import (
+    decoder_constant_g,
+    decoder_g,
+    examples,
+    small_decoder,
+    tokens,
+)
 
 pytestmark = pytest.mark.theorem("incremental_decoding")
 

@@ -27,15 +27,15 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from bounds import SAFETY, layer_norm_bound
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from impls import ALL, FLOAT, impl_ids
-from strategies import examples, grid_arrays, seeds
 
 import pyverify.kernels as kern
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import numpy_head as nh
+from pyverify.testing.bounds import SAFETY, layer_norm_bound
+from pyverify.testing.impls import ALL, FLOAT, impl_ids
+from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("layernorm_invariance")
 

@@ -29,16 +29,16 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from bounds import SAFETY, metric_learner_bound
-from exact import from_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, FLOAT, impl_ids, params_as_used
-from strategies import arrays, examples, fractions, head_params, seeds
 
 from pyverify.reference import PLGAParams
 from pyverify.reference import numpy_head as nh
+from pyverify.testing.bounds import SAFETY, metric_learner_bound
+from pyverify.testing.exact import from_numpy
+from pyverify.testing.impls import ALL, FLOAT, impl_ids, params_as_used
+from pyverify.testing.strategies import arrays, examples, fractions, head_params, seeds
 
 pytestmark = pytest.mark.theorem("rank_one_generator")
 

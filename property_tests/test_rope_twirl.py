@@ -31,12 +31,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from bounds import SAFETY
-from exact import add, block_diag, matmul, rot, scale, transpose, zeros
 from hypothesis import given
 from hypothesis import strategies as st
-from impls import ALL, impl_ids
-from strategies import arrays, even_dk, examples, pythagorean
+
+from pyverify.testing.bounds import SAFETY
+from pyverify.testing.exact import add, block_diag, matmul, rot, scale, transpose, zeros
+from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.strategies import arrays, even_dk, examples, pythagorean
 
 pytestmark = pytest.mark.theorem("rope_twirl")
 

@@ -13,7 +13,7 @@ are held in the dtype. A computed score is within
 chained dot products and the scale; the kernels round ``Q G`` once to the input dtype:
 ``u_io``). So computed changes obey the bound plus ``r(G) + r(G*)``, a computed margin above
 ``2 (eta + r(G) + r(G*))`` certifies the computed argmax, and softmax weights carry the
-relative error of :func:`wave2_helpers.softmax_entry_rel_error` on each side.
+relative error of :func:`pyverify.testing.bounds.softmax_entry_rel_error` on each side.
 
 Tightness: for ``q = a e_i``, ``k = b e_j`` at the entry (i, j) of largest ``|Delta|`` the
 bound is attained: the computed change must be at least ``bound - r(G) - r(G*)`` (a
@@ -33,12 +33,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
-from strategies import arrays, even_dk, examples, grid_arrays, trained_g_lm, trained_head
-from wave2_helpers import softmax_entry_rel_error
 
 from pyverify.perturbation import budget_summary
 from pyverify.reference import apply_rope
+from pyverify.testing.bounds import softmax_entry_rel_error
+from pyverify.testing.impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
+from pyverify.testing.strategies import (
+    arrays,
+    even_dk,
+    examples,
+    grid_arrays,
+    trained_g_lm,
+    trained_head,
+)
 
 pytestmark = pytest.mark.theorem("score_perturbation")
 

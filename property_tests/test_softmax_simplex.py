@@ -30,11 +30,11 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from impls import ALL, REFERENCE, gamma, impl_ids
-from strategies import arrays, examples, grid_arrays
-from wave2_helpers import softmax_entry_rel_error
 
 from pyverify.reference import causal_mask, masked_softmax
+from pyverify.testing.bounds import softmax_entry_rel_error
+from pyverify.testing.impls import ALL, REFERENCE, gamma, impl_ids
+from pyverify.testing.strategies import arrays, examples, grid_arrays
 
 pytestmark = pytest.mark.theorem("softmax_simplex")
 
