@@ -22,12 +22,20 @@ from pyverify.kernels.head import (
     plga_attention,
     sdpa,
 )
-from pyverify.kernels.params import HeadParams, SwiGLUParams, UnitParams, from_reference
+from pyverify.kernels.params import (
+    FFNParams,
+    HeadParams,
+    SwiGLUParams,
+    UnitParams,
+    from_reference,
+)
 from pyverify.kernels.rope import apply_rope, rope_angles, rope_matrix
+from pyverify.kernels.v510 import load_v510
 from pyverify.kernels.validation import NonFiniteStageError, PowerLawOverflowError
 
 __all__ = [
     "Deductive",
+    "FFNParams",
     "HeadParams",
     "NonFiniteStageError",
     "PowerLawOverflowError",
@@ -42,6 +50,7 @@ __all__ = [
     "fold_into_query_projection",
     "from_reference",
     "in_rope_commutant",
+    "load_v510",
     "metric_learner",
     "plga_attention",
     "project_to_rope_commutant",

@@ -5,11 +5,20 @@ Layout (post-LayerNorm decoder, ``plga-spec.md``)::
     x  = LayerNorm(Emb(tokens) * sqrt(d_model))
     per layer:
         h  = MHA(x)            # x @ Wq + bq etc., split into heads of size dk,
-                               # RoPE on q and k, one PLGA head per head (own
-                               # metric learner), concat, @ Wo + bo
+                               # RoPE on q and k, one PLGA head per head,
+                               # concat, @ Wo + bo
         x1 = LayerNorm(h + x)
         x  = LayerNorm(SwiGLU_ffn(x1) + x1)
     logits = x @ W_out + b_out
+
+Metric learner: in ``pldr_model_v510`` the row LayerNorm of ``D`` and the
+residual SwiGLU units are SHARED by all heads of a layer (only ``W, b, P, a,
+b_a`` are per head). Here every head holds a :class:`PLGAParams`; the shared
+form is the one where all heads of a layer carry the same learner arrays
+(:attr:`MHAParams.shared_learner`, the default of :meth:`MHAParams.random`), the
+per-head form (``shared_learner=False``) is the generalisation. Each head
+evaluates its own copy, so both forms compute the same function for equal
+weights.
 
 Row-vector convention (``x @ W``); the head split is ``x.reshape(S, H, dk)``
 (head ``h`` owns columns ``h*dk .. (h+1)*dk - 1``), as ``view(.., H, dk)``.
@@ -51,7 +60,7 @@ Both facts are tested.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -59,7 +68,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from pyverify.reference.deductive import Deductive
 from pyverify.reference.numpy_head import layer_norm_rows, plga_forward, swiglu
-from pyverify.reference.params import LN_EPS, PLGAParams, SwiGLUBlock
+from pyverify.reference.params import LN_EPS, PLGAParams, SwiGLUBlock, learners_equal
 from pyverify.reference.rope import ROPE_BASE, apply_rope
 from pyverify.reference.validation import as_float_array, check_positive_int
 
@@ -100,7 +109,8 @@ class MHAParams:
     bq, bk, bv, bo : numpy.ndarray
         Biases, shape ``(d_model,)``.
     heads : list of PLGAParams
-        One metric learner / power-law operator per head (``dk = d_model / H``).
+        One set of head parameters per head (``dk = d_model / H``); in the
+        shared form all heads carry the same learner (``ln0_*``, ``reslayers``).
     rope_base : float
         RoPE base (10000).
     """
@@ -131,6 +141,11 @@ class MHAParams:
         """Head width ``d_model / H``."""
         return self.d_model // self.num_heads
 
+    @property
+    def shared_learner(self) -> bool:
+        """True when every head's metric learner equals head 0's (``pldr_model_v510``)."""
+        return learners_equal(self.heads)
+
     @classmethod
     def random(
         cls,
@@ -140,6 +155,8 @@ class MHAParams:
         num_reslayer: int,
         num_dense: int,
         rng: np.random.Generator,
+        *,
+        shared_learner: bool = True,
     ) -> MHAParams:
         """Draw random parameters (weights ``N(0, 1/fan_in)``).
 
@@ -151,6 +168,9 @@ class MHAParams:
             Metric-learner sizes, as :meth:`PLGAParams.random`.
         rng : numpy.random.Generator
             Source of randomness.
+        shared_learner : bool, default True
+            One learner for all heads (the model's form; head 0's is used by
+            all), or one per head.
 
         Returns
         -------
@@ -168,6 +188,12 @@ class MHAParams:
             PLGAParams.random(dk, a_dff, num_reslayer, num_dense, int(rng.integers(2**31)))
             for _ in range(num_heads)
         ]
+        if shared_learner:
+            h0 = heads[0]
+            heads = [
+                replace(h, ln0_gamma=h0.ln0_gamma, ln0_beta=h0.ln0_beta, reslayers=h0.reslayers)
+                for h in heads
+            ]
         return cls(heads=heads, **mats)
 
     def validate(self) -> MHAParams:
@@ -274,6 +300,7 @@ class DecoderParams:
         num_reslayer: int = 2,
         num_dense: int = 2,
         seed: int | None = 0,
+        shared_learner: bool = True,
     ) -> DecoderParams:
         """Draw a random decoder.
 
@@ -285,6 +312,9 @@ class DecoderParams:
             Metric-learner sizes of every head.
         seed : int or None, default 0
             Seed of ``numpy.random.default_rng``.
+        shared_learner : bool, default True
+            One metric learner per layer shared by its heads (the model's
+            form), or one per head (the generalisation).
 
         Returns
         -------
@@ -294,7 +324,10 @@ class DecoderParams:
         rng = np.random.default_rng(seed)
         layers = []
         for _ in range(num_layers):
-            mha = MHAParams.random(d_model, num_heads, a_dff, num_reslayer, num_dense, rng)
+            mha = MHAParams.random(
+                d_model, num_heads, a_dff, num_reslayer, num_dense, rng,
+                shared_learner=shared_learner,
+            )  # fmt: skip
             g1, b1 = _ln(rng, d_model)
             g2, b2 = _ln(rng, d_model)
             ffn = SwiGLUBlock.random(d_model, dff, d_model, rng)
@@ -543,7 +576,7 @@ class Decoder:
         self.params = params
 
     @classmethod
-    def random(cls, **kwargs: int | None) -> Decoder:
+    def random(cls, **kwargs: int | bool | None) -> Decoder:
         """Build a decoder with :meth:`DecoderParams.random` (same keyword arguments).
 
         Parameters
