@@ -17,7 +17,9 @@ from pyverify.reference.v510 import CheckpointError, load_v510_params
 from pyverify.reference.v510 import load_v510 as load_v510_reference
 
 SIZES = {"L": 2, "d": 16, "H": 2, "dff": 24, "vocab": 40, "a_dff": 12, "n_res": 2, "n_dense": 2}
-TOKS = torch.tensor([[1, 5, 7, 3, 9, 2, 11, 4, 8, 39, 0, 17], [0, 31, 6, 6, 2, 17, 9, 1, 30, 3, 3, 12]])
+TOKS = torch.tensor(
+    [[1, 5, 7, 3, 9, 2, 11, 4, 8, 39, 0, 17], [0, 31, 6, 6, 2, 17, 9, 1, 30, 3, 3, 12]]
+)
 
 
 @pytest.fixture(scope="module")

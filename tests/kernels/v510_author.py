@@ -84,9 +84,7 @@ class MHA(nn.Module):
         self.wq, self.wk, self.wv = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
         self.plgatt_layer = PlgaLayer(self.dk, H)
         self.dense = nn.Linear(d, d)
-        self.reslayerAs = nn.ModuleList(
-            [ResLayerA(self.dk, a_dff, n_dense) for _ in range(n_res)]
-        )
+        self.reslayerAs = nn.ModuleList([ResLayerA(self.dk, a_dff, n_dense) for _ in range(n_res)])
         self.layernorm1 = nn.LayerNorm(self.dk, eps=1e-6)
 
     def forward(self, x, mask, cache=None, use_g=False):
@@ -104,9 +102,7 @@ class MHA(nn.Module):
             k = torch.cat([cache[0], k], 1)
             v = torch.cat([cache[1], v], 1)
             A, G = cache[2], (cache[3] if use_g else None)
-        out, G = self.plgatt_layer(
-            q, k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3), A, mask, G=G
-        )
+        out, G = self.plgatt_layer(q, k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3), A, mask, G=G)
         out = out.permute(0, 2, 1, 3).reshape(B, S, d)
         return self.dense(out), [k, v, A, G]
 
