@@ -216,7 +216,16 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     prog = None if args.no_progress else _progress
     results = []
-    for name in args.files or (["trained"] if not args.model else []):
+    if getattr(args, "checkpoint", None):
+        from pyverify.checkpoint_diagnose import format_checkpoint, run_checkpoint_diagnose
+
+        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed, progress=prog)
+        results.append(d)
+        print(format_checkpoint(d))
+        print()
+    elif getattr(args, "tokens", None):
+        raise ValueError("--tokens needs --checkpoint")
+    for name in args.files or (["trained"] if not (args.model or results) else []):
         d = run_diagnose(name, prog)
         results.append(d)
         print(format_diagnostics(d))
@@ -243,6 +252,8 @@ def _register_diagnose(sub: Any) -> None:
     )
     p.add_argument("--model", action="store_true", help="order parameter / eps_G of a live model")
     p.add_argument("--seed", type=int, default=0, help="seed of the live model (with --model)")
+    p.add_argument("--checkpoint", help="a pldr_model_v510 state dict (torch.save file)")
+    p.add_argument("--tokens", help="prompts for --checkpoint (.npy, .json or text lines)")
     p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_diagnose)
