@@ -271,6 +271,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         tests=not args.no_tests,
         bench=not args.no_bench,
         quick=args.quick,
+        bench_anyway=args.bench_anyway,
     )
 
 
@@ -285,6 +286,9 @@ def _register_report(sub: Any) -> None:
     p.add_argument("--no-lean", action="store_true", help="skip the Lean build")
     p.add_argument("--no-tests", action="store_true", help="skip the property tests")
     p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
+    p.add_argument(
+        "--bench-anyway", action="store_true", help="keep benchmark figures taken under load"
+    )
     p.add_argument("--quick", action="store_true", help="the quick cross-check sweep")
     p.set_defaults(func=_cmd_report)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyverify.report import phases as _ph
 from pyverify.report.aggregate import theorem_rows
+from pyverify.report.bench_load import apply_load_policy
 from pyverify.report.render import render_index
 from pyverify.report.serialize import dumps, round_floats
 
@@ -176,7 +177,7 @@ def verification_data(
             "passed" if diag and all(d["status"] == "passed" for d in diag.values()) else "error"
         ),
         "model_diagnostics": model.get("status", "error") if model else "skipped",
-        "bench": {"passed": "ran"}.get(bench_status, bench_status),
+        "bench": {"passed": "ran", "refused": "ran"}.get(bench_status, bench_status),
     }
     ok = (
         status["lean"] in ("passed", "skipped")
@@ -320,6 +321,7 @@ def generate_report(
     tests: bool = True,
     bench: bool = True,
     quick: bool = False,
+    bench_anyway: bool = False,
     progress: Progress | None = None,
     phases: Phases | None = None,
     repo: Path | None = None,
@@ -343,6 +345,9 @@ def generate_report(
         phase reuses the names of an existing ``lean_manifest.json``.
     quick : bool, default False
         The quick cross-check sweep.
+    bench_anyway : bool, default False
+        Write benchmark figures even when they were taken under load
+        (:mod:`pyverify.report.bench_load`); they are marked so.
     progress : callable, optional
         Progress lines (default: stderr).
     phases : Phases, optional
@@ -407,6 +412,7 @@ def generate_report(
 
     say(f"report: [5/5] benchmarks{'' if bench else ' (skipped)'}")
     bench_res = timed("bench", lambda: ph.bench(say)) if bench else {"status": "skipped"}
+    bench_res = apply_load_policy(bench_res, bench_anyway, say)
 
     data = verification_data(
         lean=lean_res,
@@ -429,8 +435,8 @@ def generate_report(
             )
             + "\n",
         )
-    elif bench_file.exists():
-        bench_file.unlink()
+    elif bench_res.get("status") != "refused" and bench_file.exists():
+        bench_file.unlink()  # (figures refused under load leave an earlier file alone)
     say("report: writing figures")
     _plots(out, data, bench_res, say)
     repo_rel = os.path.relpath(repo, out)
