@@ -50,7 +50,13 @@ class LayerCache:
     def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
         """Append rows (B, H, n, dk) to the keys and values, amortised O(n) per call."""
         L, n = self.k.shape[2], k_new.shape[2]
-        if not self._is_prefix_of_buffer() or self.k_buf.shape[2] < L + n:  # type: ignore[union-attr]
+        stale = (
+            not self._is_prefix_of_buffer()
+            or self.k_buf.shape[2] < L + n  # type: ignore[union-attr]
+            # buffers made under inference_mode cannot be written outside it
+            or (self.k_buf.is_inference() and not torch.is_inference_mode_enabled())  # type: ignore[union-attr]
+        )
+        if stale:
             cap = max(2 * (L + n), 16)
             B, H, _, dk = self.k.shape
             self.k_buf = self.k.new_empty(B, H, cap, dk)

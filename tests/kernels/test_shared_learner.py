@@ -102,3 +102,15 @@ def test_kv_buffer_grows_in_place_and_truncates():
     assert torch.equal(again, outs[2]) and cache.layers[0].k_buf.data_ptr() == ptr
     with pytest.raises(ValueError, match="length"):
         cache.truncate(99)
+
+
+def test_kv_buffer_from_inference_mode_is_usable_outside():
+    ref = Decoder.random(vocab=20, d_model=8, num_heads=2, num_layers=1, seed=1)
+    m = decoder_from_reference(ref)
+    toks = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.inference_mode():
+        _, cache = m.prefill(toks[:, :3])
+        _, cache = m.decode_step(toks[:, 3], cache)  # buffers made in inference mode
+    b, cache = m.decode_step(toks[:, 4], cache)  # grows/copies them outside: no error
+    want, _ = m.forward(toks[:, :5], mode="g_cached", G=[lc.G for lc in cache.layers])
+    assert rel_err(b[0], want[0, 4]) <= 1e-12
