@@ -70,5 +70,6 @@ def load_v510(
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={str(dev)!r} requested but CUDA is not available")
     sd = load_state_dict(source)
-    params, _ = load_v510_params(sd)
+    name = str(source) if isinstance(source, str | os.PathLike) else None
+    params, _ = load_v510_params(sd, name=name)
     return from_reference(params, dev, dtype or _source_dtype(sd))

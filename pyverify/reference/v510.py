@@ -250,7 +250,7 @@ def _glu(sd: Mapping[str, Any], pre: str) -> SwiGLUBlock:
 
 
 def load_v510_params(
-    source: str | os.PathLike[str] | Mapping[str, Any],
+    source: str | os.PathLike[str] | Mapping[str, Any], *, name: str | None = None
 ) -> tuple[DecoderParams, V510Sizes]:
     """Read a ``pldr_model_v510`` state dict into reference :class:`DecoderParams`.
 
@@ -258,6 +258,8 @@ def load_v510_params(
     ----------
     source : str, path or mapping
         See :func:`load_state_dict`.
+    name : str, optional
+        How errors name the source (default: the path, or "state dict").
 
     Returns
     -------
@@ -271,7 +273,7 @@ def load_v510_params(
     CheckpointError
         On an unreadable file or a layout mismatch (keys named).
     """
-    where = str(source) if isinstance(source, str | os.PathLike) else "state dict"
+    where = name or (str(source) if isinstance(source, str | os.PathLike) else "state dict")
     sd = load_state_dict(source)
     z = check_layout(sd, where)
 

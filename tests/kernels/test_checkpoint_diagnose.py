@@ -66,6 +66,12 @@ def test_cli_with_tokens_file(tmp_path, state, capsys):
 def test_errors_are_one_line(tmp_path, state, capsys):
     assert main(["diagnose", "--checkpoint", str(tmp_path / "none.pt")]) == 2
     assert "no such file" in capsys.readouterr().err
+    sd = dict(state)
+    sd.pop("final_layer.bias")
+    torch.save(sd, tmp_path / "bad.pt")
+    assert main(["diagnose", "--checkpoint", str(tmp_path / "bad.pt"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'bad.pt'}: missing keys final_layer.bias" in err and err.count("\n") == 1
     bad = tmp_path / "bad.txt"
     bad.write_text("1 2 x\n")
     with pytest.raises(ValueError, match=r"bad.txt:1: not a list of integers"):
