@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyverify.errors import UserError
+from pyverify.errors import InputValueError, UserError
 from pyverify.lean.project import ProjectError
 from pyverify.lean.toolchain import ToolchainError
 from pyverify.output import check_output_dir, check_output_file, write_json
@@ -247,7 +247,16 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if args.json:
         check_output_file(args.json, "diagnose --json")
     results = []
-    for name in args.files or (["trained"] if not args.model else []):
+    if getattr(args, "checkpoint", None):
+        from pyverify.checkpoint_diagnose import format_checkpoint, run_checkpoint_diagnose
+
+        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed, progress=prog)
+        results.append(d)
+        print(format_checkpoint(d))
+        print()
+    elif getattr(args, "tokens", None):
+        raise InputValueError("--tokens needs --checkpoint")
+    for name in args.files or (["trained"] if not (args.model or results) else []):
         d = run_diagnose(name, prog)
         results.append(d)
         print(format_diagnostics(d))
@@ -274,6 +283,8 @@ def _register_diagnose(sub: Any) -> None:
     )
     p.add_argument("--model", action="store_true", help="order parameter / eps_G of a live model")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the live model (with --model)")
+    p.add_argument("--checkpoint", help="a pldr_model_v510 state dict (torch.save file)")
+    p.add_argument("--tokens", help="prompts for --checkpoint (.npy, .json or text lines)")
     p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_diagnose)
@@ -292,6 +303,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         tests=not args.no_tests,
         bench=not args.no_bench,
         quick=args.quick,
+        bench_anyway=args.bench_anyway,
     )
 
 
@@ -306,6 +318,9 @@ def _register_report(sub: Any) -> None:
     p.add_argument("--no-lean", action="store_true", help="skip the Lean build")
     p.add_argument("--no-tests", action="store_true", help="skip the property tests")
     p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
+    p.add_argument(
+        "--bench-anyway", action="store_true", help="keep benchmark figures taken under load"
+    )
     p.add_argument("--quick", action="store_true", help="the quick cross-check sweep")
     p.set_defaults(func=_cmd_report)
 

@@ -23,12 +23,20 @@ from pyverify.kernels.head import (
     sdpa,
     split_query_product,
 )
-from pyverify.kernels.params import HeadParams, SwiGLUParams, UnitParams, from_reference
+from pyverify.kernels.params import (
+    FFNParams,
+    HeadParams,
+    SwiGLUParams,
+    UnitParams,
+    from_reference,
+)
 from pyverify.kernels.rope import apply_rope, rope_angles, rope_matrix
+from pyverify.kernels.v510 import load_v510
 from pyverify.kernels.validation import NonFiniteStageError, PowerLawOverflowError
 
 __all__ = [
     "Deductive",
+    "FFNParams",
     "HeadParams",
     "NonFiniteStageError",
     "PowerLawOverflowError",
@@ -43,6 +51,7 @@ __all__ = [
     "fold_into_query_projection",
     "from_reference",
     "in_rope_commutant",
+    "load_v510",
     "metric_learner",
     "plga_attention",
     "project_to_rope_commutant",

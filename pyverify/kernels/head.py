@@ -10,10 +10,12 @@ The stages follow ``docs/plga-spec.md``:
    SDPA on ``Q' = Q G`` so the fused kernels do the quadratic work.
 
 Vectorisation: the metric learner acts on the rows of a dk x dk matrix, so all
-(batch, head) matrices are laid out as (H, dk * B, dk) ("row layout") and every
-dense layer is one ``torch.baddbmm`` over the head axis with the per-head
-weights (H, dk, a_dff): no per-batch tiling of weights and no Python loop over
-heads. ``W A`` and ``a A_P`` are likewise one ``bmm`` each on (H, dk, B * dk).
+(batch, head) matrices are laid out as (H, dk * B, dk) ("row layout"). With the
+shared learner (the model's form, ``pldr_model_v510``) every dense layer is ONE
+``torch.addmm`` over all H * dk * B rows; with per-head learners it is one
+``torch.baddbmm`` over the head axis with the weights (H, dk, a_dff). Either
+way: no per-batch tiling of weights and no Python loop over heads. ``W A``
+and ``a A_P`` are likewise one ``bmm`` each on (H, dk, B * dk).
 
 Precision: float64 inputs compute in float64. float32, bfloat16 and float16
 inputs compute ``D``, all LayerNorm statistics, the metric learner and ``G`` in
@@ -114,6 +116,9 @@ def density_operator(q: torch.Tensor) -> torch.Tensor:
 
 def _metric_learner_rows(X: torch.Tensor, p: HeadParams) -> torch.Tensor:
     """Run steps 2-3 on row layout (H, N, dk)."""
+    if p.shared_learner:
+        H, N, dk = X.shape
+        return _shared_learner_2d(X.reshape(H * N, dk), p).view(H, N, dk)
     X = _layer_norm_rows(X, p.ln0_gamma, p.ln0_beta, p.ln_eps)
     for unit in p.reslayers:
         Y = X
@@ -122,6 +127,20 @@ def _metric_learner_rows(X: torch.Tensor, p: HeadParams) -> torch.Tensor:
             h2 = torch.baddbmm(blk.b2[:, None, :], Y, blk.W2)
             Y = torch.baddbmm(blk.b3[:, None, :], F.silu(h1) * h2, blk.W3)
         X = _layer_norm_rows(X + Y, unit.ln_gamma, unit.ln_beta, p.ln_eps)
+    return X
+
+
+def _shared_learner_2d(X: torch.Tensor, p: HeadParams) -> torch.Tensor:
+    """Shared learner on all rows at once: (N, dk) -> (N, dk), one GEMM per weight."""
+    dk, eps = X.shape[-1], p.ln_eps
+    X = F.layer_norm(X, (dk,), p.ln0_gamma, p.ln0_beta, eps)
+    for unit in p.reslayers:
+        Y = X
+        for blk in unit.dense:
+            h1 = torch.addmm(blk.b1, Y, blk.W1)
+            h2 = torch.addmm(blk.b2, Y, blk.W2)
+            Y = torch.addmm(blk.b3, F.silu(h1) * h2, blk.W3)
+        X = F.layer_norm(X + Y, (dk,), unit.ln_gamma, unit.ln_beta, eps)
     return X
 
 

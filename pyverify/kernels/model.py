@@ -5,7 +5,8 @@ Layout (``docs/plga-spec.md``, "The reference model around the head"):
 * ``x = LayerNorm(Emb(tokens) * sqrt(d_model))``;
 * each layer: ``q, k, v = x W_q + b_q, x W_k + b_k, x W_v + b_v`` split into H heads
   of size dk, RoPE on q and k (adjacent planes, base 10000), one PLGA head per
-  head (own metric-learner parameters), concatenation, ``h = concat W_o + b_o``;
+  head (metric learner shared by the layer's heads, as in ``pldr_model_v510``,
+  or per head), concatenation, ``h = concat W_o + b_o``;
   ``x1 = LayerNorm(h + x)``; ``x = LayerNorm(SwiGLU_ffn(x1) + x1)``;
 * logits ``x W_f + b_f``. LayerNorm eps 1e-6; row-vector convention ``x @ W``.
 
@@ -25,23 +26,26 @@ prompt pass stores, per layer, the rotated keys, the values, the
 metric-learner output ``A`` and ``G``. A step with the G-cache reuses ``G``
 (steps 1-6 skipped); without it, it recomputes steps 4-6 from the stored ``A``
 (the reference's KV-cache semantics). Either way the Gram matrix is NOT
-recomputed as tokens are appended.
+recomputed as tokens are appended. Keys and values live in preallocated
+buffers that grow geometrically, so a step writes one row instead of copying
+the whole cache (``LayerCache.k``/``v`` are views of the first ``length`` rows).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
+from pyverify.kernels.cache import DecoderCache, LayerCache
 from pyverify.kernels.collapsed import collapsed_attention
 from pyverify.kernels.head import Deductive, Precision, plga_attention
-from pyverify.kernels.params import HeadParams
+from pyverify.kernels.params import FFNParams, HeadParams
 from pyverify.kernels.params import from_reference as heads_from_reference
 from pyverify.kernels.rope import apply_rope
 
@@ -59,26 +63,6 @@ __all__ = [
 _FFN_FIELDS = ("W1", "b1", "W2", "b2", "W3", "b3")
 Mode = Literal["uncached", "g_cached", "collapsed"]
 _MODES = ("uncached", "g_cached", "collapsed")
-
-
-@dataclass(frozen=True)
-class FFNParams:
-    """Feed-forward SwiGLU ``(silu(x @ W1 + b1) * (x @ W2 + b2)) @ W3 + b3``.
-
-    Attributes
-    ----------
-    W1, W2 : torch.Tensor
-        (d_model, dff); ``b1``, ``b2`` (dff,).
-    W3 : torch.Tensor
-        (dff, d_model); ``b3`` (d_model,).
-    """
-
-    W1: torch.Tensor
-    b1: torch.Tensor
-    W2: torch.Tensor
-    b2: torch.Tensor
-    W3: torch.Tensor
-    b3: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -154,46 +138,6 @@ class DecoderParams:
     def dk(self) -> int:
         """Head dimension."""
         return self.d_model // self.num_heads
-
-
-@dataclass
-class LayerCache:
-    """Per-layer decoding cache.
-
-    Attributes
-    ----------
-    k, v : torch.Tensor
-        (B, H, S, dk) rotated keys and (B, H, S, dk) values.
-    A : torch.Tensor or None
-        (B, H, dk, dk) metric-learner output of the prompt pass (None for the
-        g_cached/collapsed modes, which never computed it).
-    G : torch.Tensor
-        The operator used (4-D, broadcastable to (B, H, dk, dk)).
-    """
-
-    k: torch.Tensor
-    v: torch.Tensor
-    A: torch.Tensor | None
-    G: torch.Tensor
-
-
-@dataclass
-class DecoderCache:
-    """KV- and G-cache of all layers.
-
-    Attributes
-    ----------
-    layers : list of LayerCache
-        One entry per layer.
-    length : int
-        Number of cached positions (the next token's RoPE position).
-    mode : str
-        The mode of the prompt pass.
-    """
-
-    layers: list[LayerCache] = field(default_factory=list)
-    length: int = 0
-    mode: str = "uncached"
 
 
 def _ln(x: torch.Tensor, g: torch.Tensor, b: torch.Tensor, eps: float) -> torch.Tensor:
@@ -419,8 +363,7 @@ class PLGADecoder:
         prec = precision or ("rounded" if cache.mode == "collapsed" else "compensated")
         for lp, lc in zip(self.params.layers, cache.layers, strict=True):
             q, k, v = self._qkv(lp, x, cache.length)
-            lc.k = torch.cat((lc.k, k), dim=2)
-            lc.v = torch.cat((lc.v, v), dim=2)
+            lc.append(k, v)
             if use_g_cache:
                 out = plga_attention(q, lc.k, lc.v, None, G=lc.G, precision=prec)
             else:
@@ -436,6 +379,8 @@ def from_reference(
     ref: Any,
     device: torch.device | str | None = "cpu",
     dtype: torch.dtype = torch.float64,
+    *,
+    shared: bool | None = None,
 ) -> PLGADecoder:
     """Build a :class:`PLGADecoder` from the reference model's parameters.
 
@@ -447,9 +392,11 @@ def from_reference(
     device : torch.device or str, default "cpu"
         Target device.
     dtype : torch.dtype, default torch.float64
-        Parameter and activation dtype. For bfloat16/float16 the per-head
-        metric learners still run in float32 (their parameters are converted
-        on use).
+        Parameter and activation dtype. For bfloat16/float16 the metric
+        learners still run in float32 (their parameters are converted on use).
+    shared : bool, optional
+        Learner form per layer, as in :func:`pyverify.kernels.from_reference`
+        (default: shared when the layer's heads carry equal learners).
 
     Returns
     -------
@@ -471,7 +418,7 @@ def from_reference(
             LayerParams(
                 Wq=t(m.Wq), bq=t(m.bq), Wk=t(m.Wk), bk=t(m.bk),
                 Wv=t(m.Wv), bv=t(m.bv), Wo=t(m.Wo), bo=t(m.bo),
-                heads=heads_from_reference(list(m.heads), device, head_dtype),
+                heads=heads_from_reference(list(m.heads), device, head_dtype, shared=shared),
                 ln1_gamma=t(layer.ln1_gamma), ln1_beta=t(layer.ln1_beta),
                 ffn=FFNParams(*(t(getattr(layer.ffn, n)) for n in _FFN_FIELDS)),
                 ln2_gamma=t(layer.ln2_gamma), ln2_beta=t(layer.ln2_beta),

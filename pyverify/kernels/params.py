@@ -1,10 +1,19 @@
 """Torch parameter containers for batched multi-head PLGA.
 
-The per-head metric-learner parameters of the float64 reference
-(:class:`pyverify.reference.PLGAParams`, one object per head) are stacked along
-a leading head axis, so that the metric learner runs as batched matrix
-products over (heads, batch x rows) with no per-batch tiling and no Python loop
-over heads. Row-vector convention as in the reference: ``x @ W1 + b1``.
+Two forms of the metric learner (the row LayerNorm of ``D`` and the residual
+SwiGLU units, steps 2-3 of ``plga-spec.md``):
+
+* shared (the model's form, ``pldr_model_v510``): one set of weights used by
+  every head of a layer; its tensors carry no head axis (``ln0_gamma`` (dk,),
+  ``W1`` (dk, a_dff), ...), and the learner runs as ONE matrix product per
+  weight over all B*H*dk rows;
+* per head (the generalisation): each head owns a learner; the tensors are
+  stacked along a leading head axis (``ln0_gamma`` (H, dk), ``W1``
+  (H, dk, a_dff), ...) and the learner runs as batched products over the
+  head axis, with no per-batch tiling and no Python loop over heads.
+
+``W, b, P, a, b_a`` are per head in both forms, (H, dk, dk). Row-vector
+convention as in the reference: ``x @ W1 + b1``.
 """
 
 from __future__ import annotations
@@ -16,7 +25,16 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["HeadParams", "SwiGLUParams", "UnitParams", "from_reference"]
+from pyverify.reference.params import learners_equal
+
+__all__ = [
+    "FFNParams",
+    "HeadParams",
+    "SwiGLUParams",
+    "UnitParams",
+    "from_reference",
+    "learners_equal",
+]
 
 
 def _to(x: torch.Tensor, device: torch.device | str | None, dtype: torch.dtype | None):
@@ -25,18 +43,22 @@ def _to(x: torch.Tensor, device: torch.device | str | None, dtype: torch.dtype |
 
 @dataclass(frozen=True)
 class SwiGLUParams:
-    """One SwiGLU block per head: ``(silu(x @ W1 + b1) * (x @ W2 + b2)) @ W3 + b3``.
+    """A SwiGLU block ``(silu(x @ W1 + b1) * (x @ W2 + b2)) @ W3 + b3``.
+
+    Used for the metric learner (shared: no head axis; per head: a leading
+    head axis H) and for the decoder's feed-forward network (no head axis,
+    ``d_in = d_out = d_model``, hidden width dff).
 
     Attributes
     ----------
     W1, W2 : torch.Tensor
-        (H, dk, a_dff).
+        ([H,] d_in, d_hidden).
     b1, b2 : torch.Tensor
-        (H, a_dff).
+        ([H,] d_hidden).
     W3 : torch.Tensor
-        (H, a_dff, dk).
+        ([H,] d_hidden, d_out).
     b3 : torch.Tensor
-        (H, dk).
+        ([H,] d_out).
     """
 
     W1: torch.Tensor
@@ -51,6 +73,10 @@ class SwiGLUParams:
         return SwiGLUParams(*(_to(getattr(self, f.name), device, dtype) for f in fields(self)))
 
 
+FFNParams = SwiGLUParams
+"""The decoder's feed-forward SwiGLU: the same container, no head axis."""
+
+
 @dataclass(frozen=True)
 class UnitParams:
     """One residual unit of the metric learner: ``LN(X + f_k(...f_1(X)))``.
@@ -60,7 +86,7 @@ class UnitParams:
     dense : list of SwiGLUParams
         The SwiGLU blocks, applied in order.
     ln_gamma, ln_beta : torch.Tensor
-        (H, dk) LayerNorm affine parameters.
+        (dk,) shared or (H, dk) per head: LayerNorm affine parameters.
     """
 
     dense: list[SwiGLUParams]
@@ -78,14 +104,17 @@ class UnitParams:
 
 @dataclass(frozen=True)
 class HeadParams:
-    """Metric-learner parameters of H PLGA heads, stacked along axis 0.
+    """Parameters of the H PLGA heads of one layer.
+
+    The learner (``ln0_*`` and ``reslayers``) is shared by all heads when its
+    tensors have no head axis (:attr:`shared_learner`), else per head.
 
     Attributes
     ----------
     ln0_gamma, ln0_beta : torch.Tensor
-        (H, dk), LayerNorm of the rows of ``D = Q^T Q``.
+        (dk,) shared or (H, dk) per head: LayerNorm of the rows of ``D = Q^T Q``.
     reslayers : list of UnitParams
-        The residual units.
+        The residual units (same form as ``ln0_*``).
     W, b, P, a, b_a : torch.Tensor
         (H, dk, dk): ``A_LM = iSwiGLU(W A + b) + eps``, ``A_P = A_LM ** P``,
         ``G = a A_P + b_a``.
@@ -116,6 +145,43 @@ class HeadParams:
     def dk(self) -> int:
         """Head dimension dk."""
         return int(self.W.shape[-1])
+
+    @property
+    def shared_learner(self) -> bool:
+        """True when one metric learner serves all heads (no head axis)."""
+        return self.ln0_gamma.dim() == 1
+
+    def per_head(self) -> HeadParams:
+        """Return the per-head form: a shared learner replicated along the head axis.
+
+        Returns
+        -------
+        HeadParams
+            ``self`` if the learner is already per head; else a copy whose
+            learner tensors are (H, ...) replicas (same results, the
+            generalisation's layout).
+        """
+        if not self.shared_learner:
+            return self
+        H = self.num_heads
+
+        def rep(x: torch.Tensor) -> torch.Tensor:
+            return x.unsqueeze(0).repeat(H, *([1] * x.dim()))
+
+        return replace(
+            self,
+            ln0_gamma=rep(self.ln0_gamma),
+            ln0_beta=rep(self.ln0_beta),
+            reslayers=[
+                UnitParams(
+                    [SwiGLUParams(*(rep(getattr(d, f.name)) for f in fields(d))) for d in u.dense],
+                    rep(u.ln_gamma),
+                    rep(u.ln_beta),
+                )
+                for u in self.reslayers
+            ],
+            _cache={},
+        )
 
     @property
     def dtype(self) -> torch.dtype:
@@ -163,8 +229,18 @@ class HeadParams:
         return self._cache[key]
 
     def head(self, h: int) -> HeadParams:
-        """Return the parameters of head ``h`` alone (H = 1)."""
+        """Return the parameters of head ``h`` alone (H = 1; a shared learner is kept)."""
         sl = slice(h, h + 1)
+        if self.shared_learner:
+            return replace(
+                self,
+                W=self.W[sl],
+                b=self.b[sl],
+                P=self.P[sl],
+                a=self.a[sl],
+                b_a=self.b_a[sl],
+                _cache={},
+            )
         return replace(
             self,
             ln0_gamma=self.ln0_gamma[sl],
@@ -192,12 +268,17 @@ def _stack(arrs: Sequence[Any], device, dtype) -> torch.Tensor:
     )
 
 
+_BLOCK = ("W1", "b1", "W2", "b2", "W3", "b3")
+
+
 def from_reference(
     p: Any | Sequence[Any],
     device: torch.device | str | None = "cpu",
     dtype: torch.dtype = torch.float64,
+    *,
+    shared: bool | None = None,
 ) -> HeadParams:
-    """Build stacked torch parameters from reference ``PLGAParams``.
+    """Build torch parameters from reference ``PLGAParams``.
 
     Parameters
     ----------
@@ -210,16 +291,21 @@ def from_reference(
         Target dtype. For bfloat16/float16 inputs the kernels run the metric
         learner in float32, so float32 (or float64) parameters are the natural
         choice; they are converted (and memoised) on use.
+    shared : bool, optional
+        Learner form. ``None`` (default): shared when every head's learner
+        equals head 0's (:func:`learners_equal`), else per head. ``True``:
+        shared (the heads' learners must be equal). ``False``: per head.
 
     Returns
     -------
     HeadParams
-        Parameters with a leading head axis H.
+        Parameters; ``W, b, P, a, b_a`` with a leading head axis H.
 
     Raises
     ------
     ValueError
-        If the heads disagree in structure (dk, a_dff, number of units/blocks).
+        If the heads disagree in structure (dk, a_dff, number of units/blocks),
+        or ``shared=True`` and their learners differ.
     """
     heads = list(p) if isinstance(p, list | tuple) else [p]
     if not heads:
@@ -234,9 +320,18 @@ def from_reference(
             raise ValueError(f"p[{i}] has a different metric-learner structure from p[0]")
         if np.shape(hp.W) != np.shape(first.W):
             raise ValueError(f"p[{i}].W has shape {np.shape(hp.W)}; p[0].W has {np.shape(first.W)}")
+    same = learners_equal(heads)
+    if shared and not same:
+        raise ValueError("shared=True but the heads' metric learners differ")
+    is_shared = same if shared is None else bool(shared)
+    learner_heads = heads[:1] if is_shared else heads
 
     def st(get) -> torch.Tensor:
         return _stack([get(hp) for hp in heads], device, dtype)
+
+    def lt(get) -> torch.Tensor:
+        t = _stack([get(hp) for hp in learner_heads], device, dtype)
+        return t[0] if is_shared else t
 
     units = []
     for ui, u0 in enumerate(first.reslayers):
@@ -245,21 +340,21 @@ def from_reference(
             dense.append(
                 SwiGLUParams(
                     *(
-                        st(lambda hp, n=name, ui=ui, di=di: getattr(hp.reslayers[ui].dense[di], n))
-                        for name in ("W1", "b1", "W2", "b2", "W3", "b3")
+                        lt(lambda hp, n=name, ui=ui, di=di: getattr(hp.reslayers[ui].dense[di], n))
+                        for name in _BLOCK
                     )
                 )
             )
         units.append(
             UnitParams(
                 dense,
-                st(lambda hp, ui=ui: hp.reslayers[ui].ln_gamma),
-                st(lambda hp, ui=ui: hp.reslayers[ui].ln_beta),
+                lt(lambda hp, ui=ui: hp.reslayers[ui].ln_gamma),
+                lt(lambda hp, ui=ui: hp.reslayers[ui].ln_beta),
             )
         )
     return HeadParams(
-        ln0_gamma=st(lambda hp: hp.ln0_gamma),
-        ln0_beta=st(lambda hp: hp.ln0_beta),
+        ln0_gamma=lt(lambda hp: hp.ln0_gamma),
+        ln0_beta=lt(lambda hp: hp.ln0_beta),
         reslayers=units,
         W=st(lambda hp: hp.W),
         b=st(lambda hp: hp.b),

@@ -12,6 +12,8 @@ The ground truth every other part of pyverify is checked against:
 * :mod:`~pyverify.reference.model` -- multi-head layer, decoder stack,
   KV- and G-cached decoding;
 * :mod:`~pyverify.reference.data` -- the released trained ``G_LM`` operators;
+* :mod:`~pyverify.reference.v510` -- loading a ``pldr_model_v510`` state dict
+  (:func:`load_v510`);
 * :mod:`~pyverify.reference.validation` -- argument checks and errors.
 
 Contract (``plga-spec.md``, "Public API of the reference")::
@@ -63,6 +65,7 @@ from pyverify.reference.rope import (
     rot2,
     rotation_matrix,
 )
+from pyverify.reference.v510 import CheckpointError, load_v510
 from pyverify.reference.validation import NonFiniteStageError, PowerLawOverflowError
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "LN_EPS",
     "METRIC_EPS",
     "ROPE_BASE",
+    "CheckpointError",
     "DataFileFormatError",
     "DataFileMissingError",
     "Decoder",
@@ -95,6 +99,7 @@ __all__ = [
     "decoder_layer_forward",
     "g_cache_from",
     "load_g_lm",
+    "load_v510",
     "masked_softmax",
     "mha_forward",
     "mp",

@@ -17,7 +17,14 @@ from numpy.typing import NDArray
 
 from pyverify.reference.validation import as_float_array, check_positive_int
 
-__all__ = ["LN_EPS", "METRIC_EPS", "PLGAParams", "ResUnit", "SwiGLUBlock"]
+__all__ = [
+    "LN_EPS",
+    "METRIC_EPS",
+    "PLGAParams",
+    "ResUnit",
+    "SwiGLUBlock",
+    "learners_equal",
+]
 
 LN_EPS: float = 1e-6
 """LayerNorm epsilon of the reference model."""
@@ -319,3 +326,40 @@ class PLGAParams:
             metric_eps=float(self.metric_eps),
             **mats,
         )
+
+
+def _learner_arrays(p: PLGAParams) -> list[np.ndarray]:
+    out = [p.ln0_gamma, p.ln0_beta]
+    for u in p.reslayers:
+        out += [getattr(b, n) for b in u.dense for n in ("W1", "b1", "W2", "b2", "W3", "b3")]
+        out += [u.ln_gamma, u.ln_beta]
+    return [np.asarray(x) for x in out]
+
+
+def learners_equal(heads: list[PLGAParams] | tuple[PLGAParams, ...]) -> bool:
+    """True when every head's metric learner (``ln0_*``, ``reslayers``) equals head 0's.
+
+    This is the shared-learner form of ``pldr_model_v510``: the row LayerNorm
+    and the residual units are one set of weights per layer.
+
+    Parameters
+    ----------
+    heads : list of PLGAParams
+        The heads of one layer.
+
+    Returns
+    -------
+    bool
+        Same structure and equal arrays in every head.
+    """
+    if not heads:
+        return False
+    first = _learner_arrays(heads[0])
+    for h in heads[1:]:
+        other = _learner_arrays(h)
+        if len(other) != len(first):
+            return False
+        for x, y in zip(first, other, strict=True):
+            if x is not y and (x.shape != y.shape or not np.array_equal(x, y)):
+                return False
+    return True

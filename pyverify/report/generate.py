@@ -18,6 +18,7 @@ from pyverify.output import progress as _stderr
 from pyverify.output import write_text as _write
 from pyverify.report import phases as _ph
 from pyverify.report.aggregate import theorem_rows
+from pyverify.report.bench_load import apply_load_policy
 from pyverify.report.render import render_index
 from pyverify.report.serialize import dumps, round_floats
 
@@ -175,7 +176,7 @@ def verification_data(
             "passed" if diag and all(d["status"] == "passed" for d in diag.values()) else "error"
         ),
         "model_diagnostics": model.get("status", "error") if model else "skipped",
-        "bench": {"passed": "ran"}.get(bench_status, bench_status),
+        "bench": {"passed": "ran", "refused": "ran"}.get(bench_status, bench_status),
     }
     ok = (
         status["lean"] in ("passed", "skipped")
@@ -313,6 +314,7 @@ def generate_report(
     tests: bool = True,
     bench: bool = True,
     quick: bool = False,
+    bench_anyway: bool = False,
     progress: Progress | None = None,
     phases: Phases | None = None,
     repo: Path | None = None,
@@ -336,6 +338,9 @@ def generate_report(
         phase reuses the names of an existing ``lean_manifest.json``.
     quick : bool, default False
         The quick cross-check sweep.
+    bench_anyway : bool, default False
+        Write benchmark figures even when they were taken under load
+        (:mod:`pyverify.report.bench_load`); they are marked so.
     progress : callable, optional
         Progress lines (default: stderr).
     phases : Phases, optional
@@ -400,6 +405,7 @@ def generate_report(
 
     say(f"report: [5/5] benchmarks{'' if bench else ' (skipped)'}")
     bench_res = timed("bench", lambda: ph.bench(say)) if bench else {"status": "skipped"}
+    bench_res = apply_load_policy(bench_res, bench_anyway, say)
 
     phases = {"lean": lean_res, "tests": tests_res, "crosscheck": cc, "diagnostics": diag}
     phases |= {"bench": bench_res, "options": options}
@@ -411,8 +417,8 @@ def generate_report(
             bench_file,
             json_text(round_floats({k: v for k, v in bench_res.items() if k != "status"})),
         )
-    elif bench_file.exists():
-        bench_file.unlink()
+    elif bench_res.get("status") != "refused" and bench_file.exists():
+        bench_file.unlink()  # (figures refused under load leave an earlier file alone)
     say("report: writing figures")
     _plots(out, data, bench_res, say)
     repo_rel = os.path.relpath(repo, out)

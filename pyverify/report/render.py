@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyverify.report.bench_load import load_lines
+
 __all__ = ["render_index"]
 
 
@@ -401,6 +403,9 @@ def _bench_section(bench: dict[str, Any]) -> list[str]:
     if st == "error":
         return [*lines, f"**Error**: {bench.get('error')}", ""]
     meta = bench.get("meta") or {}
+    lines += load_lines(st, meta)
+    if st == "refused":
+        return lines
     lines.append(
         f"Device {meta.get('device_name', meta.get('device', '?'))}, {meta.get('threads', '?')} "
         f"threads, {meta.get('method', '')}. Timings vary from run to run and machine to machine: "

@@ -144,7 +144,12 @@ trained_head = st.tuples(st.integers(0, 4), st.integers(0, 13))
 # --------------------------------------------------------------------------- models
 @st.composite
 def small_decoder(draw, **overrides: int) -> Decoder:
-    """A small random reference decoder (1-2 layers, 1-2 heads, dk in {2, 4})."""
+    """A small random reference decoder (1-2 layers, 1-2 heads, dk in {2, 4}).
+
+    Both metric-learner forms are drawn: shared by the heads of a layer (the
+    ``pldr_model_v510`` form, the kernels' one-GEMM path) or one per head (the
+    generalisation, the kernels' batched-per-head path).
+    """
     kw = {
         "vocab": 16,
         "num_heads": draw(st.integers(1, 2)),
@@ -154,6 +159,7 @@ def small_decoder(draw, **overrides: int) -> Decoder:
         "num_reslayer": draw(st.integers(0, 1)),
         "num_dense": 1,
         "seed": draw(seeds),
+        "shared_learner": draw(st.booleans()),
     }
     kw["d_model"] = kw["num_heads"] * draw(st.sampled_from([2, 4]))
     kw.update(overrides)

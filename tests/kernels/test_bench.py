@@ -46,3 +46,61 @@ def test_time_pair_and_table_shape():
     row = {"benchmark": "x", "shape": [1, 2], "dtype": "float32", "device": "cpu", "ours_ms": o,
            "baseline_ms": b, "ratio": 1.0, "target": 1.1, "meets_target": True}  # fmt: skip
     assert "ratio" in format_table({"rows": [row]})
+
+
+def test_bench_device_errors_are_one_line(capsys):
+    from pyverify.cli import main
+
+    for dev, msg in (("bogus", "not a torch device"), ("mps", "not supported")):
+        assert main(["bench", "--device", dev]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_peak_extra_bytes_counts_live_temporaries():
+    from pyverify.bench_memory import peak_extra_bytes
+
+    x = torch.randn(256, 256)  # 256 KiB
+
+    def two_live():
+        a = x * 2
+        b = a * 2  # a and b alive together: 512 KiB
+        del a
+        return b.t()  # a view: nothing new
+
+    assert peak_extra_bytes(two_live, torch.device("cpu")) == 2 * 256 * 256 * 4
+    assert peak_extra_bytes(lambda: x.view(-1)[:10], torch.device("cpu")) == 0
+
+
+def test_rows_against_the_author_run(monkeypatch):
+    """The row functions run end to end (tiny sizes, a fake timer: wiring, not timing)."""
+    import pyverify.bench_rows as br
+    from pyverify.bench import _row
+
+    for name, val in (("H", 2), ("DK", 8), ("A_DFF", 6), ("N_RES", 1), ("N_DENSE", 2)):
+        monkeypatch.setattr(br, name, val)
+    calls = []
+
+    def timer(ours, base, device, **_kw):
+        calls.append((ours(), base()))
+        return 1.0, 2.0
+
+    rows: list = []
+    cpu, f32 = torch.device("cpu"), torch.float32
+    args = (3, lambda _s: None, rows, _row, timer)
+    br.bench_p2_author(cpu, f32, [(1, 16)], *args)
+    br.bench_learner(cpu, f32, [1], *args)
+    br.bench_p3_author(cpu, f32, [(2, 8, 1)], *args)
+    br.bench_gcached(cpu, f32, [(1, 16)], *args)
+    names = [r["benchmark"] for r in rows]
+    assert names == [
+        "P2 ours/author", "L learner/GEMM", "P3 decode ours/author", "Gc G-cached/SDPA"
+    ]  # fmt: skip
+    assert rows[0]["ours_peak_mib"] > 0 and rows[0]["baseline_peak_mib"] > 0
+    assert rows[1]["rate_fraction"] == 2.0 and rows[3]["target"] == 1 + 1.5 * 8 / 16
+    # P2: ours and the author's layer agree (float32)
+    o, (a, _) = calls[0]
+    assert torch.allclose(o, a, rtol=1e-4, atol=1e-5)
+    # P3: the two decode steps give the same logits
+    (ol, _), (al, _) = calls[2]
+    assert torch.allclose(ol, al, rtol=1e-4, atol=1e-4)

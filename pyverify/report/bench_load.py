@@ -1,0 +1,85 @@
+"""Machine load while the benchmarks ran: mark the figures, refuse loaded ones.
+
+A benchmark run records the 1-minute load average before and after itself
+(``meta.load_before``, ``meta.load_after``, ``meta.cpu_count``,
+``meta.threads``). The figures count as taken under load when other work
+shared the cores: the load before exceeded ``0.5 + cpu_count / 4``, or the load
+after exceeded what the run itself explains (its threads) by that much.
+``pyverify report`` then leaves ``benchmarks.json`` unwritten unless
+``--bench-anyway`` is given, in which case the figures are kept and marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["apply_load_policy", "load_lines", "load_note", "under_load"]
+
+
+def under_load(meta: dict[str, Any]) -> bool | None:
+    """Whether the run's load averages show other work on the machine (None: unknown)."""
+    before, after = meta.get("load_before"), meta.get("load_after")
+    if before is None or after is None:
+        return None
+    cpus = int(meta.get("cpu_count") or 1)
+    slack = 0.5 + cpus / 4
+    return bool(before > slack or after > int(meta.get("threads") or cpus) + slack)
+
+
+def load_note(meta: dict[str, Any]) -> str:
+    """``load average X before, Y after, on N cores`` (or that it is unknown)."""
+    if meta.get("load_before") is None:
+        return "load average not recorded"
+    return (
+        f"load average {meta['load_before']} before, {meta['load_after']} after, "
+        f"on {meta.get('cpu_count', '?')} cores"
+    )
+
+
+def apply_load_policy(
+    bench: dict[str, Any], bench_anyway: bool, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Mark a finished run with ``meta.under_load``; refuse it (status ``refused``) if loaded.
+
+    Parameters
+    ----------
+    bench : dict
+        The benchmark phase's result (``status``, ``meta``, ``rows``).
+    bench_anyway : bool
+        Keep figures taken under load (marked as such).
+    say : callable
+        Progress lines.
+
+    Returns
+    -------
+    dict
+        ``bench`` with ``meta.under_load`` set, or a ``refused`` result without rows.
+    """
+    if bench.get("status") != "passed":
+        return bench
+    meta = dict(bench.get("meta") or {})
+    loaded = under_load(meta)
+    meta["under_load"] = loaded
+    if loaded and not bench_anyway:
+        say(
+            f"report: benchmark figures taken under load ({load_note(meta)}): not written; "
+            "rerun on a quiet machine or pass --bench-anyway"
+        )
+        return {"status": "refused", "meta": meta, "rows": []}
+    if loaded:
+        say(f"report: keeping benchmark figures taken under load ({load_note(meta)})")
+    return {**bench, "meta": meta}
+
+
+def load_lines(status: str | None, meta: dict[str, Any]) -> list[str]:
+    """Markdown lines for ``index.md``: why figures are missing, or that they are loaded."""
+    if status == "refused":
+        return [
+            f"**Not recorded**: measured under load ({load_note(meta)}); rerun on a quiet "
+            "machine or pass `--bench-anyway`.",
+            "",
+        ]
+    if meta.get("under_load"):
+        return [f"**Measured under load** ({load_note(meta)}): not representative.", ""]
+    return []

@@ -1,0 +1,57 @@
+"""Benchmark figures taken under load are marked, and refused unless --bench-anyway."""
+
+from __future__ import annotations
+
+import json
+
+from pyverify.report import generate_report
+from pyverify.report.bench_load import apply_load_policy, under_load
+
+QUIET = {"load_before": 0.1, "load_after": 2.1, "cpu_count": 8, "threads": 2}
+LOADED = {"load_before": 25.8, "load_after": 27.0, "cpu_count": 2, "threads": 2}
+
+
+def test_under_load_rule():
+    assert under_load(QUIET) is False
+    assert under_load(LOADED) is True
+    assert under_load({**QUIET, "load_after": 8.0}) is True  # more than the run explains
+    assert under_load({}) is None
+
+
+def test_policy_refuses_or_marks():
+    lines = []
+    res = {"status": "passed", "meta": dict(LOADED), "rows": [{"x": 1}]}
+    refused = apply_load_policy(res, False, lines.append)
+    assert refused["status"] == "refused" and refused["rows"] == []
+    assert "under load" in lines[0] and "--bench-anyway" in lines[0]
+    kept = apply_load_policy(res, True, lines.append)
+    assert kept["status"] == "passed" and kept["meta"]["under_load"] is True and kept["rows"]
+    quiet = apply_load_policy({"status": "passed", "meta": dict(QUIET), "rows": []}, False, print)
+    assert quiet["status"] == "passed" and quiet["meta"]["under_load"] is False
+
+
+def _loaded(fake):
+    plain = fake.bench
+
+    def bench(progress):
+        res = plain(progress)
+        res["meta"] = {**res.get("meta", {}), **LOADED}
+        return res
+
+    fake.bench = bench
+    return fake.phases()
+
+
+def test_report_refuses_loaded_figures(tmp_path, fake):
+    out = tmp_path / "r"
+    quiet = {"progress": lambda _s: None, "repo": tmp_path, "quick": True}
+    generate_report(out, phases=_loaded(fake), **quiet)
+    assert not (out / "benchmarks.json").exists()
+    index = (out / "index.md").read_text()
+    assert "**Not recorded**: measured under load (load average 25.8" in index
+    ver = (out / "verification.json").read_text()
+    assert "25.8" not in ver and json.loads(ver)["benchmarks"]["status"] == "ran"
+    generate_report(out, phases=_loaded(fake), bench_anyway=True, **quiet)
+    bench = json.loads((out / "benchmarks.json").read_text())
+    assert bench["meta"]["under_load"] is True
+    assert "**Measured under load**" in (out / "index.md").read_text()
