@@ -181,10 +181,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the benchmarks and print the ratio table."""
-    from pyverify.bench import format_table, run_bench
-    from pyverify.crosscheck import parse_devices
+    from pyverify.bench import check_device, format_table, run_bench
 
-    parse_devices([args.device])  # an unknown or absent device is the user's error
+    check_device(args.device)  # an unknown or absent device is the user's error
     out = check_output_file(args.output, "bench -o/--output") if args.output else None
     result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=_progress)
     print(format_table(result))

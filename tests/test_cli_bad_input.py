@@ -35,7 +35,7 @@ CASES = [  # (id, argv, fragment of the one error line)
     ("diagnose-json-dir", "diagnose identity --json {tmp}/a_dir", "diagnose --json"),
     ("diagnose-json-under-file", "diagnose identity --json {tmp}/a_file/x.json", "a_file is a file"),
     ("bench-o-dir", "bench --quick -o {tmp}/a_dir", "bench -o/--output"),
-    ("bench-device-bogus", "bench --quick --device bogus", "unknown device 'bogus'"),
+    ("bench-device-bogus", "bench --quick --device bogus", "--device 'bogus' is not a torch device"),
     ("crosscheck-json-dir", "crosscheck --quick --dtype fp64 --json {tmp}/a_dir", "crosscheck --json"),
     ("crosscheck-empty-shard", "crosscheck --quick --shard 999/999", "shard 999/999 holds no case"),
     ("crosscheck-bad-shard", "crosscheck --shard 3/2", "1 <= k <= n"),
