@@ -44,6 +44,7 @@ from pyverify.kernels.head import Deductive, Precision, plga_attention
 from pyverify.kernels.params import HeadParams
 from pyverify.kernels.params import from_reference as heads_from_reference
 from pyverify.kernels.rope import apply_rope
+from pyverify.kernels.validation import validate_reference_decoder
 
 __all__ = [
     "DecoderCache",
@@ -457,6 +458,7 @@ def from_reference(
         The model.
     """
     rp = getattr(ref, "params", ref)
+    validate_reference_decoder(rp)  # shapes, types, finiteness, naming the field
 
     def t(x: Any) -> torch.Tensor:
         return torch.as_tensor(_np(x)).to(device=device, dtype=dtype)

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyverify.kernels.validation import validate_reference_head
+
 __all__ = ["HeadParams", "SwiGLUParams", "UnitParams", "from_reference"]
 
 
@@ -224,6 +226,9 @@ def from_reference(
     heads = list(p) if isinstance(p, list | tuple) else [p]
     if not heads:
         raise ValueError("p must hold at least one head's PLGAParams")
+    dk0 = None
+    for i, hp in enumerate(heads):  # shapes, types, finiteness, naming the field
+        dk0, _ = validate_reference_head(hp, f"p[{i}]" if len(heads) > 1 else "p", dk0)
     first = heads[0]
     n_units = len(first.reslayers)
     for i, hp in enumerate(heads):
