@@ -438,8 +438,9 @@ def plga_attention(
         Raise ``ValueError`` naming ``q``, ``k``, ``v``, ``G`` or ``A`` if it holds
         inf/NaN (one host synchronisation for all), and
         :class:`~pyverify.kernels.validation.PowerLawOverflowError` instead of
-        returning inf/NaN when the power law overflows. False skips both checks (a
-        few percent faster on small shapes; see the README).
+        returning inf/NaN when the power law overflows. False skips both checks
+        (measured under load on CPU, float32: ~10% of the call at (2, 8, 512, 64),
+        more on tiny shapes where the fixed cost of the reductions dominates).
     precision : {"compensated", "rounded"}, default "compensated"
         bfloat16/float16 only: how ``Q G`` enters SDPA (see :func:`sdpa_qg`);
         the default keeps the error at the level of plain SDPA.

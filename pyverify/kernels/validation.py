@@ -278,7 +278,9 @@ def check_bool(value: object, name: str) -> bool:
 def check_inputs_finite(*named: tuple[str, torch.Tensor | None]) -> None:
     """Raise ``ValueError`` naming the first argument with an inf/NaN entry.
 
-    One reduction per tensor and ONE host synchronisation for all of them (on GPU);
+    One sum per tensor and ONE host synchronisation for all of them (on GPU): a sum is
+    finite only if every entry is (an inf or NaN entry makes it inf or NaN); only when a
+    sum is not finite (a bad entry, or a sum beyond the range) are the entries counted.
     ``None`` entries are skipped. This is the default check of the attention entry points
     (``check_finite=False`` skips it).
 
@@ -290,9 +292,10 @@ def check_inputs_finite(*named: tuple[str, torch.Tensor | None]) -> None:
     given = [(n, t) for n, t in named if t is not None]
     if not given:
         return
-    flags = torch.stack([torch.isfinite(t).all() for _, t in given]).tolist()
+    sums = torch.stack([t.sum(dtype=compute_dtype(t.dtype)).double() for _, t in given])
+    flags = torch.isfinite(sums).tolist()
     for (name, t), ok in zip(given, flags, strict=True):
-        if not ok:
+        if not ok and not bool(torch.isfinite(t).all()):
             bad = int((~torch.isfinite(t)).sum())
             raise ValueError(
                 f"{name} must be finite; it has {bad} inf/NaN entries (non-finite input)"
