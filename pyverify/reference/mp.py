@@ -136,7 +136,7 @@ def to_mat(
         rows = [_row(r) for r in x]  # rows may be sequences or 1-D NumPy arrays
         for i, r in enumerate(rows):
             if r is None:
-                got = f"{type(x[i]).__name__} of shape {np.shape(x[i])}"
+                got = f"{type(x[i]).__name__} of shape {getattr(x[i], 'shape', ())}"
                 raise ValueError(f"{name} must be 2-D (a sequence of rows); row {i} is a {got}")
     else:
         raise TypeError(f"{name} must be a 2-D array, mpmath.matrix or list of rows")
