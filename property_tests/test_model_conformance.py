@@ -8,7 +8,8 @@ structural bug (a residual or a rotation dropped) would sit on both sides. Here:
   times ``sqrt(d_model)`` then LayerNorm, projections with bias, RoPE (base 10000, adjacent
   planes, written here) on q and k, one PLGA head per head, concat and output projection,
   residual + post-LayerNorm, SwiGLU FFN, residual + post-LayerNorm, readout. Its constants
-  are the spec's, pinned here by value, never read from the parameters.
+  (LayerNorm eps, RoPE base, and the heads' eps handed to ``plga_forward``) are the spec's,
+  pinned here by value, never read from the parameters.
 * each decoder (reference ``Decoder``, kernels ``PLGADecoder`` in every dtype) is held to
   the spec oracle, and the kernels also to the reference decoder directly: logits and every
   deductive tensor, uncached, G-cached, and token-by-token decoding with the G-cache and
@@ -57,8 +58,9 @@ N_RUNS = 3
 
 # --------------------------------------------------------------------------- the oracle
 def _head_params(mha, h: int) -> PLGAParams:
-    """Head ``h``'s PLGA parameters (the one place that knows the decoder's layout)."""
-    return mha.heads[h]
+    """Head ``h``'s PLGA parameters (the one place that knows the decoder's layout), with
+    the spec's epsilons (a decoder holding other values would then disagree)."""
+    return dataclasses.replace(mha.heads[h], ln_eps=SPEC_LN_EPS, metric_eps=SPEC_METRIC_EPS)
 
 
 def _ln(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
