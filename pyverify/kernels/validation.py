@@ -20,6 +20,7 @@ __all__ = [
     "NonFiniteStageError",
     "PowerLawOverflowError",
     "check_bool",
+    "check_device_dtype",
     "check_finite",
     "check_g",
     "check_inputs_finite",
@@ -435,3 +436,30 @@ def validate_reference_decoder(rp: object, name: str = "ref") -> None:
         ffn = _attr(layer, "ffn", ln)
         dff = _arr(_attr(ffn, "W1", f"{ln}.ffn"), f"{ln}.ffn.W1", (d, "dff"))[1]
         _validate_swiglu(ffn, f"{ln}.ffn", d, dff, d)
+
+
+def check_device_dtype(device: object, dtype: object) -> None:
+    """Check a target ``device`` (parseable and available) and floating ``dtype``.
+
+    Raises
+    ------
+    TypeError
+        If ``dtype`` is not one of :data:`FLOAT_DTYPES`.
+    ValueError
+        If ``device`` is not a device name, or names a CUDA device torch cannot use.
+    """
+    if dtype not in FLOAT_DTYPES:
+        allowed = ", ".join(str(d) for d in FLOAT_DTYPES)
+        raise TypeError(f"dtype must be one of {allowed}; got {dtype!r}")
+    if device is None:
+        return
+    try:
+        dev = torch.device(device)  # type: ignore[arg-type]
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r}"
+        ) from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} is not available (torch.cuda.is_available() is False)")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda' (the kernels' devices); got {device!r}")

@@ -50,6 +50,8 @@ def bad_unit(**blk_fields) -> list:
     return [dataclasses.replace(u, dense=[dataclasses.replace(u.dense[0], **blk_fields)])]
 
 
+MODEL = decoder_from_reference(REF)
+TOKS = torch.tensor([[1, 2, 3]])
 _L0 = REF.params.layers[0]
 _NAN_P = dataclasses.replace(HP, P=nan_at(HP.P))
 _U0 = HP.reslayers[0]
@@ -95,6 +97,14 @@ CASES = [
     ("decoder from_reference ffn.W1 wrong shape", lambda: decoder_from_reference(with_layer(ffn=dataclasses.replace(_L0.ffn, W1=np.ones((3, 3))))), ValueError, r"^ref\.layers\[0\]\.ffn\.W1 must have shape \(8, dff\)"),
     ("decoder from_reference head P wrong shape", lambda: decoder_from_reference(with_layer(mha=dataclasses.replace(_L0.mha, heads=[_L0.mha.heads[0], dataclasses.replace(_L0.mha.heads[1], P=np.ones((3, 3)))]))), ValueError, r"^ref\.layers\[0\]\.mha\.heads\[1\]\.P must have shape \(4, 4\)"),
     ("decoder from_reference Wq NaN", lambda: decoder_from_reference(with_layer(mha=dataclasses.replace(_L0.mha, Wq=np.full((8, 8), np.nan)))), ValueError, r"^ref\.layers\[0\]\.mha\.Wq must be finite"),
+    ("from_reference dtype int64", lambda: kern.from_reference(HEADS, dtype=torch.int64), TypeError, r"^dtype must be one of torch\.float64"),
+    ("from_reference device 'bogus'", lambda: kern.from_reference(HEADS, device="bogus"), ValueError, r"^device must be a torch device .*; got 'bogus'"),
+    ("decoder from_reference device 'mps'", lambda: decoder_from_reference(REF, device="mps"), ValueError, r"^device must be 'cpu' or 'cuda'"),
+    ("decoder from_reference dtype int32", lambda: decoder_from_reference(REF, dtype=torch.int32), TypeError, r"^dtype must be one of"),
+    ("decoder g_cached G NaN", lambda: MODEL.forward(TOKS, mode="g_cached", G=[nan_at(EYE)]), ValueError, r"^G must be finite"),
+    ("decoder collapsed G Inf", lambda: MODEL.forward(TOKS, mode="collapsed", G=[nan_at(EYE, np.inf)]), ValueError, r"^G must be finite"),
+    ("decoder decode_step int token", lambda: MODEL.decode_step(5, MODEL.prefill(TOKS)[1]), TypeError, r"^token must be an integer torch\.Tensor .*; got int"),
+    ("decoder decode_step use_g_cache='no'", lambda: MODEL.decode_step(torch.tensor([1]), MODEL.prefill(TOKS)[1], use_g_cache="no"), TypeError, r"^use_g_cache must be a bool; got str"),
     ("decoder from_reference dict", lambda: decoder_from_reference({"layers": []}), TypeError, r"^ref must be a pyverify\.reference Decoder or DecoderParams; got dict"),
 ]  # fmt: skip
 
