@@ -372,7 +372,7 @@ def attend(
         bfloat16/float16 only; see :func:`sdpa_qg`.
     check_finite : bool, default True
         Raise ``ValueError`` naming ``q``, ``k``, ``v`` or ``G`` if it holds inf/NaN
-        (one host synchronisation); False skips the check Measured on a loaded
+        (one host synchronisation); False skips the check. Measured on a loaded
         1-thread CPU: 4-13% of the call at (B, H, S, dk) = (2, 8, 512, 64); on
         sub-millisecond calls the check's fixed cost can double the time.
 
