@@ -26,6 +26,7 @@ __all__ = [
     "check_inputs_finite",
     "check_qkv",
     "check_tensor",
+    "check_type",
     "compute_dtype",
     "explain_nonfinite",
     "validate_reference_decoder",
@@ -274,6 +275,12 @@ def check_bool(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool; got {type(value).__name__} {value!r}")
     return value
+
+
+def check_type(value: object, cls: type, name: str, what: str) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` is a ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__}")
 
 
 def check_inputs_finite(*named: tuple[str, torch.Tensor | None]) -> None:
