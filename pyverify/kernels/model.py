@@ -42,6 +42,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
+import pyverify.kernels.validation as kval
 from pyverify.kernels.cache import DecoderCache, LayerCache
 from pyverify.kernels.collapsed import collapsed_attention
 from pyverify.kernels.head import Deductive, Precision, plga_attention
@@ -356,6 +357,8 @@ class PLGADecoder:
         """
         if not isinstance(cache, DecoderCache) or len(cache.layers) != len(self.params.layers):
             raise ValueError("cache must be the DecoderCache returned by prefill/decode_step")
+        kval.check_type(token, torch.Tensor, "token", "an integer torch.Tensor (B,)")
+        kval.check_bool(use_g_cache, "use_g_cache")
         tok = token.view(-1, 1) if token.dim() == 1 else token
         if tok.dim() != 2 or tok.shape[1] != 1:
             raise ValueError(f"token must have shape (B,) or (B, 1); got {tuple(token.shape)}")
@@ -404,6 +407,8 @@ def from_reference(
         The model.
     """
     rp = getattr(ref, "params", ref)
+    kval.check_device_dtype(device, dtype)
+    kval.validate_reference_decoder(rp)  # shapes, types, finiteness, naming the field
 
     def t(x: Any) -> torch.Tensor:
         return torch.as_tensor(_np(x)).to(device=device, dtype=dtype)

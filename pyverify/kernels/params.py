@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyverify.kernels.validation import check_device_dtype, validate_reference_head
 from pyverify.reference.params import learners_equal
 
 __all__ = [
@@ -310,6 +311,10 @@ def from_reference(
     heads = list(p) if isinstance(p, list | tuple) else [p]
     if not heads:
         raise ValueError("p must hold at least one head's PLGAParams")
+    check_device_dtype(device, dtype)
+    dk0 = None
+    for i, hp in enumerate(heads):  # shapes, types, finiteness, naming the field
+        dk0, _ = validate_reference_head(hp, f"p[{i}]" if len(heads) > 1 else "p", dk0)
     first = heads[0]
     n_units = len(first.reslayers)
     for i, hp in enumerate(heads):

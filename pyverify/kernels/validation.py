@@ -21,11 +21,18 @@ __all__ = [
     "FLOAT_DTYPES",
     "NonFiniteStageError",
     "PowerLawOverflowError",
+    "check_bool",
+    "check_device_dtype",
     "check_finite",
     "check_g",
+    "check_inputs_finite",
     "check_qkv",
     "check_tensor",
+    "check_type",
     "compute_dtype",
+    "explain_nonfinite",
+    "validate_reference_decoder",
+    "validate_reference_head",
 ]
 
 #: Floating dtypes the kernels accept.
@@ -130,7 +137,7 @@ def check_qkv(
         one floating dtype and one device.
     causal : bool, default True
         With a causal mask ``S_q <= S_k`` is required (queries are the last
-        ``S_q`` positions of the key sequence).
+        ``S_q`` positions of the key sequence). Must be a ``bool``.
 
     Returns
     -------
@@ -144,6 +151,7 @@ def check_qkv(
     ValueError
         If shapes or devices are inconsistent.
     """
+    check_bool(causal, "causal")
     q = check_tensor(q, "q", shape=("B", "H", "S_q", "dk"))
     B, H, S_q, dk = q.shape
     k = check_tensor(k, "k", shape=(B, H, "S_k", dk), dtype=q.dtype, device=q.device)
@@ -230,3 +238,212 @@ def check_finite(x: torch.Tensor, stage: str, *, power_law: bool = True) -> torc
         cls = PowerLawOverflowError if power_law else NonFiniteStageError
         raise cls(stage, f"{bad} non-finite entries ({x.dtype} overflow); inputs too large")
     return x
+
+
+# --------------------------------------------------------------------------- bad input
+def check_bool(value: object, name: str) -> bool:
+    """Return ``value`` if it is a bool; a string such as ``"False"`` is a ``TypeError``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a ``bool``.
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool; got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_type(value: object, cls: type, name: str, what: str) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` is a ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__}")
+
+
+def check_inputs_finite(*named: tuple[str, torch.Tensor | None]) -> None:
+    """Raise ``ValueError`` naming the first argument with an inf/NaN entry.
+
+    One sum per tensor and ONE host synchronisation for all of them (on GPU): a sum is
+    finite only if every entry is (an inf or NaN entry makes it inf or NaN); only when a
+    sum is not finite (a bad entry, or a sum beyond the range) are the entries counted.
+    ``None`` entries are skipped. This is the default check of the attention entry points
+    (``check_finite=False`` skips it).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be finite; it has N inf/NaN entries (non-finite input)"``.
+    """
+    given = [(n, t) for n, t in named if t is not None]
+    if not given:
+        return
+    sums = torch.stack([t.sum(dtype=compute_dtype(t.dtype)).double() for _, t in given])
+    flags = torch.isfinite(sums).tolist()
+    for (name, t), ok in zip(given, flags, strict=True):
+        if not ok and not bool(torch.isfinite(t).all()):
+            bad = int((~torch.isfinite(t)).sum())
+            raise ValueError(
+                f"{name} must be finite; it has {bad} inf/NaN entries (non-finite input)"
+            )
+
+
+def _param_tensors(params: object) -> list[tuple[str, torch.Tensor]]:
+    """``(field path, tensor)`` of every tensor of a ``HeadParams`` (duck-typed)."""
+    out = [
+        (f"params.{n}", getattr(params, n))
+        for n in ("ln0_gamma", "ln0_beta", "W", "b", "P", "a", "b_a")
+    ]
+    for i, unit in enumerate(getattr(params, "reslayers", [])):
+        out += [
+            (f"params.reslayers[{i}].ln_gamma", unit.ln_gamma),
+            (f"params.reslayers[{i}].ln_beta", unit.ln_beta),
+        ]
+        for j, blk in enumerate(unit.dense):
+            out += [(f"params.reslayers[{i}].dense[{j}].{n}", getattr(blk, n)) for n in _SWIGLU]
+    return out
+
+
+def explain_nonfinite(inputs: Sequence[tuple[str, torch.Tensor | None]], params: object) -> None:
+    """After a stage came out non-finite, name a non-finite input or parameter.
+
+    Raises ``ValueError`` (from :func:`check_inputs_finite`) if the cause is a non-finite
+    input or parameter, so that it is not reported as an overflow; returns otherwise (the
+    caller re-raises the overflow). Runs only after a stage failed: no cost otherwise.
+    """
+    check_inputs_finite(*inputs, *_param_tensors(params))
+
+
+_SWIGLU = ("W1", "b1", "W2", "b2", "W3", "b3")
+
+
+def _arr(x: object, name: str, shape: Sequence[int | str | None]) -> tuple[int, ...]:
+    """Check one reference array (numeric, shape, finite); return its shape."""
+    from pyverify.reference.validation import as_float_array
+
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().double().numpy()
+    return as_float_array(x, name, shape=shape).shape
+
+
+def _attr(obj: object, field: str, name: str) -> object:
+    if not hasattr(obj, field):
+        got = type(obj).__name__
+        raise TypeError(f"{name} must have a field {field!r} (reference parameters); got {got}")
+    return getattr(obj, field)
+
+
+def validate_reference_head(hp: object, name: str, dk: int | None = None) -> tuple[int, int]:
+    """Check one reference head's parameters (``PLGAParams`` fields) before stacking.
+
+    Returns
+    -------
+    tuple of int
+        ``(dk, a_dff)`` (``a_dff`` 0 when the learner has no SwiGLU block).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the field, e.g. ``p[1].P must have shape (4, 4); got shape (3, 3)``.
+    """
+    W = _attr(hp, "W", name)
+    if dk is None:
+        shape = _arr(W, f"{name}.W", ("dk", "dk"))
+        dk = shape[0]
+    for f in ("W", "b", "P", "a", "b_a"):
+        _arr(_attr(hp, f, name), f"{name}.{f}", (dk, dk))
+    for f in ("ln0_gamma", "ln0_beta"):
+        _arr(_attr(hp, f, name), f"{name}.{f}", (dk,))
+    units = _attr(hp, "reslayers", name)
+    if not isinstance(units, list | tuple):
+        raise TypeError(f"{name}.reslayers must be a list; got {type(units).__name__}")
+    a_dff = 0
+    for i, unit in enumerate(units):
+        un = f"{name}.reslayers[{i}]"
+        dense = _attr(unit, "dense", un)
+        if not isinstance(dense, list | tuple):
+            raise TypeError(
+                f"{un}.dense must be a list of SwiGLU blocks; got {type(dense).__name__}"
+            )
+        for f in ("ln_gamma", "ln_beta"):
+            _arr(_attr(unit, f, un), f"{un}.{f}", (dk,))
+        for j, blk in enumerate(dense):
+            bn = f"{un}.dense[{j}]"
+            a_dff = _arr(_attr(blk, "W1", bn), f"{bn}.W1", (dk, "a_dff"))[1]
+            _validate_swiglu(blk, bn, dk, a_dff, dk)
+    return dk, a_dff
+
+
+def _validate_swiglu(blk: object, name: str, d_in: int, hidden: int, d_out: int) -> None:
+    shapes = {"W1": (d_in, hidden), "b1": (hidden,), "W2": (d_in, hidden), "b2": (hidden,),
+              "W3": (hidden, d_out), "b3": (d_out,)}  # fmt: skip
+    for f, shape in shapes.items():
+        _arr(_attr(blk, f, name), f"{name}.{f}", shape)
+
+
+def validate_reference_decoder(rp: object, name: str = "ref") -> None:
+    """Check a reference decoder's parameters (``DecoderParams`` fields) field by field.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the field, e.g. ``ref.layers[0].ffn.W1 must have shape (8, dff); ...``.
+    """
+    if isinstance(rp, dict) or not hasattr(rp, "layers"):
+        raise TypeError(
+            f"{name} must be a pyverify.reference Decoder or DecoderParams; got {type(rp).__name__}"
+        )
+    d_vocab = _arr(_attr(rp, "embedding", name), f"{name}.embedding", ("vocab", "d_model"))
+    vocab, d = d_vocab
+    for f in ("ln_gamma", "ln_beta"):
+        _arr(_attr(rp, f, name), f"{name}.{f}", (d,))
+    _arr(_attr(rp, "W_out", name), f"{name}.W_out", (d, vocab))
+    _arr(_attr(rp, "b_out", name), f"{name}.b_out", (vocab,))
+    layers = _attr(rp, "layers", name)
+    if not isinstance(layers, list | tuple) or not layers:
+        raise ValueError(f"{name}.layers must be a non-empty list of decoder layers")
+    for i, layer in enumerate(layers):
+        ln = f"{name}.layers[{i}]"
+        mha = _attr(layer, "mha", ln)
+        for f in ("Wq", "Wk", "Wv", "Wo"):
+            _arr(_attr(mha, f, f"{ln}.mha"), f"{ln}.mha.{f}", (d, d))
+        for f in ("bq", "bk", "bv", "bo"):
+            _arr(_attr(mha, f, f"{ln}.mha"), f"{ln}.mha.{f}", (d,))
+        heads = _attr(mha, "heads", f"{ln}.mha")
+        if not isinstance(heads, list | tuple) or not heads or d % len(heads):
+            raise ValueError(
+                f"{ln}.mha.heads must be a non-empty list of H heads with H dividing {d}"
+            )
+        for h, hp in enumerate(heads):
+            validate_reference_head(hp, f"{ln}.mha.heads[{h}]", d // len(heads))
+        for f in ("ln1_gamma", "ln1_beta", "ln2_gamma", "ln2_beta"):
+            _arr(_attr(layer, f, ln), f"{ln}.{f}", (d,))
+        ffn = _attr(layer, "ffn", ln)
+        dff = _arr(_attr(ffn, "W1", f"{ln}.ffn"), f"{ln}.ffn.W1", (d, "dff"))[1]
+        _validate_swiglu(ffn, f"{ln}.ffn", d, dff, d)
+
+
+def check_device_dtype(device: object, dtype: object) -> None:
+    """Check a target ``device`` (parseable and available) and floating ``dtype``.
+
+    Raises
+    ------
+    TypeError
+        If ``dtype`` is not one of :data:`FLOAT_DTYPES`.
+    ValueError
+        If ``device`` is not a device name, or names a CUDA device torch cannot use.
+    """
+    if dtype not in FLOAT_DTYPES:
+        allowed = ", ".join(str(d) for d in FLOAT_DTYPES)
+        raise TypeError(f"dtype must be one of {allowed}; got {dtype!r}")
+    if device is None:
+        return
+    try:
+        dev = torch.device(device)  # type: ignore[arg-type]
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r}"
+        ) from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} is not available (torch.cuda.is_available() is False)")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda' (the kernels' devices); got {device!r}")

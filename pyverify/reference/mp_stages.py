@@ -94,9 +94,11 @@ def to_mat(
     if isinstance(x, _MPMATRIX):
         rows = x.tolist()
     elif isinstance(x, Sequence) and not isinstance(x, str):
-        rows = [list(r) if isinstance(r, Sequence) and not isinstance(r, str) else None for r in x]
-        if any(r is None for r in rows):
-            raise ValueError(f"{name} must be 2-D (a sequence of rows)")
+        rows = [_row(r) for r in x]  # rows may be sequences or 1-D NumPy arrays
+        for i, r in enumerate(rows):
+            if r is None:
+                got = f"{type(x[i]).__name__} of shape {getattr(x[i], 'shape', ())}"
+                raise ValueError(f"{name} must be 2-D (a sequence of rows); row {i} is a {got}")
     else:
         raise TypeError(f"{name} must be a 2-D array, mpmath.matrix or list of rows")
     n_cols = {len(r) for r in rows}
@@ -108,6 +110,13 @@ def to_mat(
             if isinstance(want, int) and want != g:
                 raise ValueError(f"{name} must have shape {tuple(shape)}; got shape {got}")
     return [[_scalar(e, name, ctx) for e in r] for r in rows]
+
+
+def _row(r: Any) -> list[Any] | None:
+    """A row as a list, or None if it is no 1-D sequence or 1-D array."""
+    if isinstance(r, np.ndarray):
+        return r.tolist() if r.ndim == 1 else None
+    return list(r) if isinstance(r, Sequence) and not isinstance(r, str) else None
 
 
 def _vec(x: Any, ctx: Any) -> Vec:

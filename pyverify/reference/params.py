@@ -15,7 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pyverify.reference.validation import as_float_array, check_positive_int
+from pyverify.reference.validation import (
+    as_float_array,
+    check_list,
+    check_positive_int,
+    check_range,
+)
 
 __all__ = [
     "LN_EPS",
@@ -235,6 +240,7 @@ class PLGAParams:
         for value, name in ((num_reslayer, "num_reslayer"), (num_dense, "num_dense")):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int; got {value!r}")
+        p_range = check_range(p_range, "p_range")
         rng = np.random.default_rng(seed)
 
         def ln_pair() -> tuple[Array, Array]:
@@ -293,6 +299,7 @@ class PLGAParams:
             if not isinstance(unit, ResUnit):
                 raise TypeError(f"params.reslayers[{i}] must be a ResUnit")
             dense = []
+            check_list(unit.dense, f"params.reslayers[{i}].dense", "SwiGLUBlock")
             for j, blk in enumerate(unit.dense):
                 if not isinstance(blk, SwiGLUBlock):
                     raise TypeError(f"params.reslayers[{i}].dense[{j}] must be a SwiGLUBlock")

@@ -25,7 +25,9 @@ __all__ = [
     "as_bool_mask",
     "as_float_array",
     "check_finite_stage",
+    "check_list",
     "check_positive_int",
+    "check_range",
 ]
 
 
@@ -201,3 +203,39 @@ def check_finite_stage(
         cls = PowerLawOverflowError if power_law else NonFiniteStageError
         raise cls(stage, f"{bad} non-finite entries (float64 overflow); inputs too large")
     return x
+
+
+def check_range(value: object, name: str) -> tuple[float, float]:
+    """Check a pair ``(low, high)`` of finite real numbers with ``low <= high``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a pair of real numbers.
+    ValueError
+        If an end is inf/NaN or ``low > high``.
+    """
+    ok = isinstance(value, tuple | list) and len(value) == 2
+    if not ok or any(
+        isinstance(v, bool) or not isinstance(v, int | float | np.number) for v in value
+    ):
+        raise TypeError(f"{name} must be a pair (low, high) of real numbers; got {value!r}")
+    low, high = float(value[0]), float(value[1])
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if low > high:
+        raise ValueError(f"{name} must have low <= high; got {value!r}")
+    return low, high
+
+
+def check_list(value: object, name: str, what: str) -> list:
+    """Check that ``value`` is a list or tuple (of ``what``); return it as a list.
+
+    Raises
+    ------
+    TypeError
+        Naming the field and the type it got (e.g. ``None``).
+    """
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list of {what}; got {type(value).__name__}")
+    return list(value)
