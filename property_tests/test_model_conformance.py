@@ -41,11 +41,11 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from impls import ALL, UNIT_ROUNDOFF, Impl, impl_ids, params_as_used
-from strategies import decoder_g, examples, small_decoder, tokens
 
 from pyverify.kernels.model import from_reference as kernel_decoder
 from pyverify.reference import LN_EPS, METRIC_EPS, ROPE_BASE, Decoder, PLGAParams, plga_forward
+from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, Impl, impl_ids, params_as_used
+from pyverify.testing.strategies import decoder_g, examples, small_decoder, tokens
 
 # The spec's constants, by value (plga-spec.md): nothing below reads them from parameters.
 SPEC_LN_EPS = 1e-6  # every LayerNorm (decoder and metric learner)
