@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from pyverify.errors import InputValueError
 from pyverify.reference import apply_rope, causal_mask, masked_softmax
 
 __all__ = ["BudgetRow", "budget_summary", "score_budget"]
@@ -75,9 +76,9 @@ class BudgetRow:
 def _check_operator(G_star: Array) -> Array:
     G = np.asarray(G_star, dtype=np.float64)
     if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] % 2:
-        raise ValueError(f"G_star must be a square (dk, dk) array with even dk; got {G.shape}")
+        raise InputValueError(f"G_star must be a square (dk, dk) array with even dk; got {G.shape}")
     if not np.all(np.isfinite(G)):
-        raise ValueError("G_star must be finite")
+        raise InputValueError("G_star must be finite")
     return G
 
 
@@ -108,9 +109,9 @@ def score_budget(
     """
     G = _check_operator(G_star)
     if seq_len < 2:
-        raise ValueError(f"seq_len must be >= 2; got {seq_len}")
+        raise InputValueError(f"seq_len must be >= 2; got {seq_len}")
     if any(not (np.isfinite(r) and r > 0) for r in rhos):
-        raise ValueError(f"rhos must be finite and > 0; got {rhos}")
+        raise InputValueError(f"rhos must be finite and > 0; got {rhos}")
     dk = G.shape[0]
     rng = np.random.default_rng(seed)
     q = apply_rope(rng.standard_normal((seq_len, dk)))
@@ -201,7 +202,7 @@ def budget_summary(
     """
     G_all = np.asarray(G_lm, dtype=np.float64)
     if G_all.ndim != 4:
-        raise ValueError(f"G_lm must have shape (layers, heads, dk, dk); got {G_all.shape}")
+        raise InputValueError(f"G_lm must have shape (layers, heads, dk, dk); got {G_all.shape}")
     L, H = G_all.shape[:2]
     per: dict[float, list[BudgetRow]] = {float(r): [] for r in rhos}
     for li in range(L):

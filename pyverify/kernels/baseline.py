@@ -26,6 +26,7 @@ import math
 import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
+from pyverify.errors import InputValueError
 from pyverify.kernels.params import HeadParams
 from pyverify.kernels.rope import apply_rope
 
@@ -92,7 +93,7 @@ def plga_attention_author(
     B, _, S, dk = q.shape
     p = params.to(q.device, q.dtype)
     if not p.shared_learner:
-        raise ValueError("plga_attention_author needs the shared-learner form")
+        raise InputValueError("plga_attention_author needs the shared-learner form")
     eps = p.ln_eps
     A = torch.matmul(q.transpose(-1, -2), q)
     A = F.layer_norm(A, (dk,), p.ln0_gamma, p.ln0_beta, eps)

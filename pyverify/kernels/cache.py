@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from pyverify.errors import InputValueError
+
 __all__ = ["DecoderCache", "LayerCache"]
 
 
@@ -95,7 +97,7 @@ class DecoderCache:
     def truncate(self, length: int) -> None:
         """Forget every position from ``length`` on (e.g. to re-run a step)."""
         if not 0 <= length <= self.length:
-            raise ValueError(f"length must lie in [0, {self.length}]; got {length}")
+            raise InputValueError(f"length must lie in [0, {self.length}]; got {length}")
         for lc in self.layers:
             lc.truncate(length)
         self.length = length

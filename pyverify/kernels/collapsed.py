@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from pyverify.errors import InputValueError
 from pyverify.kernels.head import Precision, sdpa_qg
 from pyverify.kernels.rope import rope_matrix
 from pyverify.kernels.validation import check_g, check_inputs_finite, check_qkv, check_tensor
@@ -112,7 +113,7 @@ def project_to_rope_commutant(G: torch.Tensor) -> torch.Tensor:
     check_inputs_finite(("G", G))
     dk = G.shape[-1]
     if G.dim() < 2 or G.shape[-2] != dk or dk % 2:
-        raise ValueError(f"G must have shape (..., dk, dk) with even dk; got {tuple(G.shape)}")
+        raise InputValueError(f"G must have shape (..., dk, dk) with even dk; got {tuple(G.shape)}")
     i = torch.arange(0, dk, 2, device=G.device)
     m00, m01 = G[..., i, i], G[..., i, i + 1]
     m10, m11 = G[..., i + 1, i], G[..., i + 1, i + 1]
@@ -226,18 +227,18 @@ def fold_into_query_projection(
     check_tensor(G, "G", device=Wq.device)
     dk = G.shape[-1]
     if G.dim() not in (2, 3) or G.shape[-2] != dk or Wq.shape[1] % dk:
-        raise ValueError(
+        raise InputValueError(
             f"G must have shape (dk, dk) or (H, dk, dk) with H * dk = {Wq.shape[1]}; "
             f"got {tuple(G.shape)}"
         )
     H = Wq.shape[1] // dk
     G3 = G.expand(H, dk, dk) if G.dim() == 2 else G
     if G3.shape[0] != H:
-        raise ValueError(f"G has {G3.shape[0]} heads; Wq has H * dk = {H} * {dk} columns")
+        raise InputValueError(f"G has {G3.shape[0]} heads; Wq has H * dk = {H} * {dk} columns")
     res = rope_commutant_residual(G3, base=base)
     if bool(res.max() > tol):
         worst = int(res.argmax())
-        raise ValueError(
+        raise InputValueError(
             f"G does not commute with the RoPE rotations (head {worst}: relative residual "
             f"{float(res[worst]):.3g} > tol {tol:g}); folding into W_q before rotation is not "
             "exact. Apply G after rotation (collapsed_attention) instead."

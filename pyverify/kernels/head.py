@@ -34,6 +34,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.kernels.params import HeadParams
 from pyverify.kernels.validation import (
     NonFiniteStageError,
@@ -357,7 +358,7 @@ def sdpa_qg(
         (B, H, S_q, dv) in ``q``'s dtype.
     """
     if precision not in _PRECISIONS:
-        raise ValueError(f"precision must be one of {_PRECISIONS}; got {precision!r}")
+        raise InputValueError(f"precision must be one of {_PRECISIONS}; got {precision!r}")
     if q.dtype in (torch.float64, torch.float32) or precision == "rounded":
         return sdpa(rotate_query(q, G), k, v, causal=causal)
     dk = q.shape[-1]
@@ -416,12 +417,12 @@ def attend(
 
 def _check_params(params: object, H: int, dk: int) -> None:
     if not isinstance(params, HeadParams):
-        raise TypeError(
+        raise InputTypeError(
             "params must be a pyverify.kernels.HeadParams (use kernels.from_reference); "
             f"got {type(params).__name__}"
         )
     if params.num_heads != H or params.dk != dk:
-        raise ValueError(
+        raise InputValueError(
             f"params hold H={params.num_heads} heads of dk={params.dk}; q has H={H}, dk={dk}"
         )
 
@@ -486,7 +487,7 @@ def plga_attention(
         ded = Deductive(None, None, None, G4)
     else:
         if params is None:
-            raise ValueError("params is required unless G is given")
+            raise InputValueError("params is required unless G is given")
         _check_params(params, H, dk)
         if A is not None:
             cdt = compute_dtype(q.dtype)

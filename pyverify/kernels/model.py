@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
 import pyverify.kernels.validation as kval
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.kernels.cache import DecoderCache, LayerCache
 from pyverify.kernels.collapsed import collapsed_attention
 from pyverify.kernels.head import Deductive, Precision, plga_attention
@@ -176,11 +177,11 @@ class PLGADecoder:
         """Return ``LayerNorm(Emb(tokens) * sqrt(d_model))``, (B, S, d_model)."""
         p = self.params
         if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32):
-            raise TypeError("tokens must be an integer torch.Tensor of shape (B, S)")
+            raise InputTypeError("tokens must be an integer torch.Tensor of shape (B, S)")
         if tokens.dim() != 2:
-            raise ValueError(f"tokens must have shape (B, S); got shape {tuple(tokens.shape)}")
+            raise InputValueError(f"tokens must have shape (B, S); got shape {tuple(tokens.shape)}")
         if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= p.emb.shape[0]):
-            raise ValueError(f"tokens must lie in [0, {p.emb.shape[0]})")
+            raise InputValueError(f"tokens must lie in [0, {p.emb.shape[0]})")
         x = p.emb[tokens.to(self.device)] * math.sqrt(p.d_model)
         return _ln(x, p.ln0_gamma, p.ln0_beta, p.ln_eps)
 
@@ -221,10 +222,10 @@ class PLGADecoder:
 
     def _check_G(self, G: Sequence[torch.Tensor] | None, mode: str) -> None:
         if mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}; got {mode!r}")
+            raise InputValueError(f"mode must be one of {_MODES}; got {mode!r}")
         if mode != "uncached":
             if G is None or len(G) != len(self.params.layers):
-                raise ValueError(
+                raise InputValueError(
                     f"mode={mode!r} needs G: a sequence of {len(self.params.layers)} per-layer "
                     "operators ((H, dk, dk) or (B, H, dk, dk))"
                 )
@@ -356,12 +357,12 @@ class PLGADecoder:
             The updated cache (length + 1).
         """
         if not isinstance(cache, DecoderCache) or len(cache.layers) != len(self.params.layers):
-            raise ValueError("cache must be the DecoderCache returned by prefill/decode_step")
+            raise InputValueError("cache must be the DecoderCache returned by prefill/decode_step")
         kval.check_type(token, torch.Tensor, "token", "an integer torch.Tensor (B,)")
         kval.check_bool(use_g_cache, "use_g_cache")
         tok = token.view(-1, 1) if token.dim() == 1 else token
         if tok.dim() != 2 or tok.shape[1] != 1:
-            raise ValueError(f"token must have shape (B,) or (B, 1); got {tuple(token.shape)}")
+            raise InputValueError(f"token must have shape (B,) or (B, 1); got {tuple(token.shape)}")
         x = self.embed(tok)
         prec = precision or ("rounded" if cache.mode == "collapsed" else "compensated")
         for lp, lc in zip(self.params.layers, cache.layers, strict=True):
@@ -371,7 +372,9 @@ class PLGADecoder:
                 out = plga_attention(q, lc.k, lc.v, None, G=lc.G, precision=prec)
             else:
                 if lc.A is None:
-                    raise ValueError("use_g_cache=False needs A in the cache (uncached prefill)")
+                    raise InputValueError(
+                        "use_g_cache=False needs A in the cache (uncached prefill)"
+                    )
                 out = plga_attention(q, lc.k, lc.v, lp.heads, A=lc.A, precision=prec)
             x = self._finish(lp, x, out)
         cache.length += 1
@@ -414,7 +417,7 @@ def from_reference(
         return torch.as_tensor(_np(x)).to(device=device, dtype=dtype)
 
     if not rp.layers:
-        raise ValueError("ref must have at least one layer")
+        raise InputValueError("ref must have at least one layer")
     head_dtype = dtype if dtype == torch.float64 else torch.float32
     layers = []
     for layer in rp.layers:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyverify.errors import InputValueError
 from pyverify.kernels.validation import check_device_dtype, validate_reference_head
 from pyverify.reference.params import learners_equal
 
@@ -310,7 +311,7 @@ def from_reference(
     """
     heads = list(p) if isinstance(p, list | tuple) else [p]
     if not heads:
-        raise ValueError("p must hold at least one head's PLGAParams")
+        raise InputValueError("p must hold at least one head's PLGAParams")
     check_device_dtype(device, dtype)
     dk0 = None
     for i, hp in enumerate(heads):  # shapes, types, finiteness, naming the field
@@ -322,12 +323,14 @@ def from_reference(
         if len(units_i) != n_units or any(
             len(u.dense) != len(u0.dense) for u, u0 in zip(units_i, first.reslayers, strict=True)
         ):
-            raise ValueError(f"p[{i}] has a different metric-learner structure from p[0]")
+            raise InputValueError(f"p[{i}] has a different metric-learner structure from p[0]")
         if np.shape(hp.W) != np.shape(first.W):
-            raise ValueError(f"p[{i}].W has shape {np.shape(hp.W)}; p[0].W has {np.shape(first.W)}")
+            raise InputValueError(
+                f"p[{i}].W has shape {np.shape(hp.W)}; p[0].W has {np.shape(first.W)}"
+            )
     same = learners_equal(heads)
     if shared and not same:
-        raise ValueError("shared=True but the heads' metric learners differ")
+        raise InputValueError("shared=True but the heads' metric learners differ")
     is_shared = same if shared is None else bool(shared)
     learner_heads = heads[:1] if is_shared else heads
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from pyverify.errors import InputValueError
 from pyverify.kernels.validation import check_tensor, compute_dtype
 
 __all__ = ["apply_rope", "rope_angles", "rope_matrix"]
@@ -35,7 +36,7 @@ def rope_angles(positions: torch.Tensor, dk: int, *, base: float = 10000.0) -> t
         (S, dk // 2) float64 angles on ``positions.device``.
     """
     if dk % 2:
-        raise ValueError(f"dk must be even (RoPE rotates coordinate pairs); got {dk}")
+        raise InputValueError(f"dk must be even (RoPE rotates coordinate pairs); got {dk}")
     p = torch.arange(dk // 2, dtype=torch.float64, device=positions.device)
     theta = base ** (-2.0 * p / dk)
     return positions.to(torch.float64)[:, None] * theta[None, :]
@@ -60,7 +61,7 @@ def apply_rope(x: torch.Tensor, *, offset: int = 0, base: float = 10000.0) -> to
     """
     check_tensor(x, "x")
     if x.dim() < 2:
-        raise ValueError(f"x must have shape (..., S, dk); got shape {tuple(x.shape)}")
+        raise InputValueError(f"x must have shape (..., S, dk); got shape {tuple(x.shape)}")
     S, dk = x.shape[-2], x.shape[-1]
     cdt = compute_dtype(x.dtype)
     ang = rope_angles(torch.arange(offset, offset + S, device=x.device), dk, base=base)

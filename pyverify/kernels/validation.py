@@ -15,7 +15,12 @@ from collections.abc import Sequence
 
 import torch
 
-from pyverify.errors import NonFiniteStageError, PowerLawOverflowError
+from pyverify.errors import (
+    InputTypeError,
+    InputValueError,
+    NonFiniteStageError,
+    PowerLawOverflowError,
+)
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -104,24 +109,24 @@ def check_tensor(
         If the shape or device is wrong.
     """
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
+        raise InputTypeError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
     if dtype is not None and x.dtype != dtype:
-        raise TypeError(f"{name} must have dtype {dtype}; got {x.dtype}")
+        raise InputTypeError(f"{name} must have dtype {dtype}; got {x.dtype}")
     if x.dtype not in FLOAT_DTYPES:
         allowed = ", ".join(str(d) for d in FLOAT_DTYPES)
-        raise TypeError(f"{name} must have a floating dtype ({allowed}); got {x.dtype}")
+        raise InputTypeError(f"{name} must have a floating dtype ({allowed}); got {x.dtype}")
     if shape is not None:
         shown = _shape_str([s if s is not None else "?" for s in shape])
         if x.dim() != len(shape):
-            raise ValueError(f"{name} must have shape {shown}; got shape {tuple(x.shape)}")
+            raise InputValueError(f"{name} must have shape {shown}; got shape {tuple(x.shape)}")
         for axis, (want, got) in enumerate(zip(shape, x.shape, strict=True)):
             if isinstance(want, int) and want != got:
-                raise ValueError(
+                raise InputValueError(
                     f"{name} must have shape {shown}; got shape {tuple(x.shape)} "
                     f"(axis {axis} is {got}, expected {want})"
                 )
     if device is not None and x.device != device:
-        raise ValueError(f"{name} must be on device {device}; got {x.device}")
+        raise InputValueError(f"{name} must be on device {device}; got {x.device}")
     return x
 
 
@@ -158,9 +163,11 @@ def check_qkv(
     S_k = k.shape[2]
     v = check_tensor(v, "v", shape=(B, H, S_k, "dv"), dtype=q.dtype, device=q.device)
     if S_q == 0 or S_k == 0 or dk == 0:
-        raise ValueError(f"q and k must be non-empty; got q {tuple(q.shape)}, k {tuple(k.shape)}")
+        raise InputValueError(
+            f"q and k must be non-empty; got q {tuple(q.shape)}, k {tuple(k.shape)}"
+        )
     if causal and S_q > S_k:
-        raise ValueError(
+        raise InputValueError(
             f"with causal=True, q (S_q={S_q}) must not have more rows than k (S_k={S_k})"
         )
     return q, k, v
@@ -201,7 +208,7 @@ def check_g(G: object, name: str, *, B: int, H: int, dk: int, like: torch.Tensor
         or (G.dim() == 4 and tuple(G.shape) in ((B, H, dk, dk), (1, H, dk, dk)))
     )
     if not ok:
-        raise ValueError(f"{name} must have shape {want}; got shape {tuple(G.shape)}")
+        raise InputValueError(f"{name} must have shape {want}; got shape {tuple(G.shape)}")
     while G.dim() < 4:
         G = G.unsqueeze(0)
     return G
@@ -250,14 +257,14 @@ def check_bool(value: object, name: str) -> bool:
         If ``value`` is not a ``bool``.
     """
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool; got {type(value).__name__} {value!r}")
+        raise InputTypeError(f"{name} must be a bool; got {type(value).__name__} {value!r}")
     return value
 
 
 def check_type(value: object, cls: type, name: str, what: str) -> None:
     """Raise ``TypeError`` naming ``name`` unless ``value`` is a ``cls``."""
     if not isinstance(value, cls):
-        raise TypeError(f"{name} must be {what}; got {type(value).__name__}")
+        raise InputTypeError(f"{name} must be {what}; got {type(value).__name__}")
 
 
 def check_inputs_finite(*named: tuple[str, torch.Tensor | None]) -> None:
@@ -282,7 +289,7 @@ def check_inputs_finite(*named: tuple[str, torch.Tensor | None]) -> None:
     for (name, t), ok in zip(given, flags, strict=True):
         if not ok and not bool(torch.isfinite(t).all()):
             bad = int((~torch.isfinite(t)).sum())
-            raise ValueError(
+            raise InputValueError(
                 f"{name} must be finite; it has {bad} inf/NaN entries (non-finite input)"
             )
 
@@ -328,7 +335,9 @@ def _arr(x: object, name: str, shape: Sequence[int | str | None]) -> tuple[int, 
 def _attr(obj: object, field: str, name: str) -> object:
     if not hasattr(obj, field):
         got = type(obj).__name__
-        raise TypeError(f"{name} must have a field {field!r} (reference parameters); got {got}")
+        raise InputTypeError(
+            f"{name} must have a field {field!r} (reference parameters); got {got}"
+        )
     return getattr(obj, field)
 
 
@@ -355,13 +364,13 @@ def validate_reference_head(hp: object, name: str, dk: int | None = None) -> tup
         _arr(_attr(hp, f, name), f"{name}.{f}", (dk,))
     units = _attr(hp, "reslayers", name)
     if not isinstance(units, list | tuple):
-        raise TypeError(f"{name}.reslayers must be a list; got {type(units).__name__}")
+        raise InputTypeError(f"{name}.reslayers must be a list; got {type(units).__name__}")
     a_dff = 0
     for i, unit in enumerate(units):
         un = f"{name}.reslayers[{i}]"
         dense = _attr(unit, "dense", un)
         if not isinstance(dense, list | tuple):
-            raise TypeError(
+            raise InputTypeError(
                 f"{un}.dense must be a list of SwiGLU blocks; got {type(dense).__name__}"
             )
         for f in ("ln_gamma", "ln_beta"):
@@ -389,7 +398,7 @@ def validate_reference_decoder(rp: object, name: str = "ref") -> None:
         Naming the field, e.g. ``ref.layers[0].ffn.W1 must have shape (8, dff); ...``.
     """
     if isinstance(rp, dict) or not hasattr(rp, "layers"):
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a pyverify.reference Decoder or DecoderParams; got {type(rp).__name__}"
         )
     d_vocab = _arr(_attr(rp, "embedding", name), f"{name}.embedding", ("vocab", "d_model"))
@@ -400,7 +409,7 @@ def validate_reference_decoder(rp: object, name: str = "ref") -> None:
     _arr(_attr(rp, "b_out", name), f"{name}.b_out", (vocab,))
     layers = _attr(rp, "layers", name)
     if not isinstance(layers, list | tuple) or not layers:
-        raise ValueError(f"{name}.layers must be a non-empty list of decoder layers")
+        raise InputValueError(f"{name}.layers must be a non-empty list of decoder layers")
     for i, layer in enumerate(layers):
         ln = f"{name}.layers[{i}]"
         mha = _attr(layer, "mha", ln)
@@ -410,7 +419,7 @@ def validate_reference_decoder(rp: object, name: str = "ref") -> None:
             _arr(_attr(mha, f, f"{ln}.mha"), f"{ln}.mha.{f}", (d,))
         heads = _attr(mha, "heads", f"{ln}.mha")
         if not isinstance(heads, list | tuple) or not heads or d % len(heads):
-            raise ValueError(
+            raise InputValueError(
                 f"{ln}.mha.heads must be a non-empty list of H heads with H dividing {d}"
             )
         for h, hp in enumerate(heads):
@@ -434,16 +443,20 @@ def check_device_dtype(device: object, dtype: object) -> None:
     """
     if dtype not in FLOAT_DTYPES:
         allowed = ", ".join(str(d) for d in FLOAT_DTYPES)
-        raise TypeError(f"dtype must be one of {allowed}; got {dtype!r}")
+        raise InputTypeError(f"dtype must be one of {allowed}; got {dtype!r}")
     if device is None:
         return
     try:
         dev = torch.device(device)  # type: ignore[arg-type]
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(
+        raise InputValueError(
             f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r}"
         ) from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} is not available (torch.cuda.is_available() is False)")
+        raise InputValueError(
+            f"device {device!r} is not available (torch.cuda.is_available() is False)"
+        )
     if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda' (the kernels' devices); got {device!r}")
+        raise InputValueError(
+            f"device must be 'cpu' or 'cuda' (the kernels' devices); got {device!r}"
+        )

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from pyverify.errors import InputTypeError
+
 __all__ = [
     "DATA_DIR_ENV",
     "KNOWN_FILES",
@@ -123,7 +125,7 @@ def data_file(
         If the file does not exist.
     """
     if not isinstance(name, str | os.PathLike):
-        raise TypeError(f"name must be a str or path; got {type(name).__name__}")
+        raise InputTypeError(f"name must be a str or path; got {type(name).__name__}")
     sname = os.fspath(name)
     p = Path(sname)
     if p.is_absolute() or os.sep in sname or (os.altsep and os.altsep in sname):

@@ -66,6 +66,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.deductive import Deductive
 from pyverify.reference.model_params import DecoderLayerParams, DecoderParams, MHAParams
 from pyverify.reference.numpy_head import layer_norm_rows, plga_forward, swiglu
@@ -182,7 +183,7 @@ def _as_g_layers(G_cache: ArrayLike | list[ArrayLike] | None, n_layers: int, H: 
     if isinstance(G_cache, np.ndarray) and G_cache.ndim == 4:
         G_cache = list(G_cache)
     if not isinstance(G_cache, list | tuple) or len(G_cache) != n_layers:
-        raise ValueError(
+        raise InputValueError(
             f"G_cache must be a list of {n_layers} arrays of shape ({H}, {dk}, {dk}) "
             f"or one array ({n_layers}, {H}, {dk}, {dk})"
         )
@@ -235,7 +236,7 @@ def mha_forward(
         Output, per-head deductive tensors, updated cache.
     """
     if not isinstance(params, MHAParams):
-        raise TypeError(f"params must be an MHAParams; got {type(params).__name__}")
+        raise InputTypeError(f"params must be an MHAParams; got {type(params).__name__}")
     H, dk, d = params.num_heads, params.dk, params.d_model
     x = as_float_array(x, "x", shape=("S", d))
     S = x.shape[0]
@@ -251,7 +252,7 @@ def mha_forward(
         k = np.concatenate([past.k, k], axis=1)
         v = np.concatenate([past.v, v], axis=1)
     if past is not None and Gv is None and past.A is None:
-        raise ValueError("past has no stored A (it was G-cached): pass G as well")
+        raise InputValueError("past has no stored A (it was G-cached): pass G as well")
     outs, deds = [], []
     for h in range(H):
         if Gv is not None:
@@ -316,12 +317,14 @@ class Decoder:
 
     def __init__(self, params: DecoderParams) -> None:
         if not isinstance(params, DecoderParams):
-            raise TypeError(f"params must be a DecoderParams; got {type(params).__name__}")
+            raise InputTypeError(f"params must be a DecoderParams; got {type(params).__name__}")
         as_float_array(params.embedding, "params.embedding", ndim=2)
         d = params.d_model
         for i, layer in enumerate(params.layers):
             if layer.mha.d_model != d:
-                raise ValueError(f"params.layers[{i}].mha has d_model {layer.mha.d_model} != {d}")
+                raise InputValueError(
+                    f"params.layers[{i}].mha has d_model {layer.mha.d_model} != {d}"
+                )
             layer.mha.validate()
         as_float_array(params.W_out, "params.W_out", shape=(d, params.vocab))
         self.params = params
@@ -370,20 +373,22 @@ class Decoder:
         """
         p = self.params
         if (tokens is None) == (embeddings is None):
-            raise ValueError("give exactly one of tokens and embeddings")
+            raise InputValueError("give exactly one of tokens and embeddings")
         if tokens is not None:
             t = np.asarray(tokens)
             if t.dtype.kind not in "iu":
-                raise TypeError(f"tokens must be an integer array; got dtype {t.dtype}")
+                raise InputTypeError(f"tokens must be an integer array; got dtype {t.dtype}")
             if t.ndim != 1 or t.shape[0] == 0:
-                raise ValueError(f"tokens must have shape (S,) with S >= 1; got {t.shape}")
+                raise InputValueError(f"tokens must have shape (S,) with S >= 1; got {t.shape}")
             if np.any(t < 0) or np.any(t >= p.vocab):
-                raise ValueError(f"tokens must lie in [0, {p.vocab}); got {t.min()}..{t.max()}")
+                raise InputValueError(
+                    f"tokens must lie in [0, {p.vocab}); got {t.min()}..{t.max()}"
+                )
             e = p.embedding[t]
         else:
             e = as_float_array(embeddings, "embeddings", shape=("S", p.d_model))
             if e.shape[0] == 0:
-                raise ValueError("embeddings must have at least one row")
+                raise InputValueError("embeddings must have at least one row")
         return layer_norm_rows(e * np.sqrt(p.d_model), p.ln_gamma, p.ln_beta, p.ln_eps)
 
     def _run(self, x: Array, G_layers: list[Array] | None, past: KVGCache | None) -> DecoderOutput:
@@ -452,13 +457,15 @@ class Decoder:
             (the input cache is not modified).
         """
         if not isinstance(cache, KVGCache):
-            raise TypeError(f"cache must be a KVGCache; got {type(cache).__name__}")
+            raise InputTypeError(f"cache must be a KVGCache; got {type(cache).__name__}")
         if len(cache.layers) != self.num_layers:
-            raise ValueError(f"cache must have {self.num_layers} layers; got {len(cache.layers)}")
+            raise InputValueError(
+                f"cache must have {self.num_layers} layers; got {len(cache.layers)}"
+            )
         if token is not None:
             x = self.embed(tokens=np.array([token]))
         else:
             if embedding is None:
-                raise ValueError("give token or embedding")
+                raise InputValueError("give token or embedding")
             x = self.embed(embeddings=np.asarray(embedding)[None, :])
         return self._run(x, cache.G, cache)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.params import LN_EPS, PLGAParams, SwiGLUBlock, learners_equal
 from pyverify.reference.rope import ROPE_BASE
 from pyverify.reference.validation import as_float_array, check_positive_int
@@ -110,7 +111,9 @@ class MHAParams:
             The parameters.
         """
         if d_model % num_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+            raise InputValueError(
+                f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
+            )
         dk = d_model // num_heads
         check_positive_int(dk, "dk = d_model / num_heads", even=True)
         mats = {}
@@ -142,17 +145,17 @@ class MHAParams:
             Naming the bad field.
         """
         if not self.heads:
-            raise ValueError("mha.heads must hold at least one PLGAParams")
+            raise InputValueError("mha.heads must hold at least one PLGAParams")
         d = int(np.shape(self.Wq)[0]) if np.ndim(self.Wq) == 2 else -1
         for n in "qkvo":
             as_float_array(getattr(self, f"W{n}"), f"mha.W{n}", shape=(d, d))
             as_float_array(getattr(self, f"b{n}"), f"mha.b{n}", shape=(d,))
         if d % self.num_heads:
-            raise ValueError(f"mha: d_model ({d}) must be divisible by num_heads")
+            raise InputValueError(f"mha: d_model ({d}) must be divisible by num_heads")
         check_positive_int(self.dk, "dk = d_model / num_heads", even=True)
         for i, h in enumerate(self.heads):
             if not isinstance(h, PLGAParams):
-                raise TypeError(f"mha.heads[{i}] must be a PLGAParams")
+                raise InputTypeError(f"mha.heads[{i}] must be a PLGAParams")
             h.validate(self.dk)
         return self
 

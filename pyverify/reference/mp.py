@@ -50,6 +50,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.deductive import Deductive, PLGAResult
 from pyverify.reference.mp_stages import (
     Mat,
@@ -146,7 +147,7 @@ def causal_mask(s_q: int, s_k: int | None = None) -> list[list[bool]]:
     """
     s_k = s_q if s_k is None else s_k
     if s_k < s_q:
-        raise ValueError(f"causal mask needs s_k >= s_q; got s_q={s_q}, s_k={s_k}")
+        raise InputValueError(f"causal mask needs s_k >= s_q; got s_q={s_q}, s_k={s_k}")
     return [[j <= s_k - s_q + i for j in range(s_k)] for i in range(s_q)]
 
 
@@ -178,7 +179,7 @@ def masked_softmax(E: Any, mask: Any = None, ctx: Any = None) -> Mat:
     for i, row in enumerate(E):
         allowed = [True] * len(row) if mask is None else [bool(m) for m in mask[i]]
         if not any(allowed):
-            raise ValueError(f"mask allows no key for query row {i}: softmax undefined")
+            raise InputValueError(f"mask allows no key for query row {i}: softmax undefined")
         top = max(e for e, m in zip(row, allowed, strict=True) if m)
         ex = [ctx.exp(e - top) if m else ctx.zero for e, m in zip(row, allowed, strict=True)]
         total = ctx.fsum(ex)
@@ -218,27 +219,27 @@ def plga_forward_full(
         ``out``, ``weights``, ``E`` (``mpmath.matrix``) and ``ded``.
     """
     if not isinstance(params, PLGAParams):
-        raise TypeError(f"params must be a PLGAParams; got {type(params).__name__}")
+        raise InputTypeError(f"params must be a PLGAParams; got {type(params).__name__}")
     if isinstance(dps, bool) or not isinstance(dps, int) or dps < 15:
-        raise ValueError(f"dps must be an int >= 15; got {dps!r}")
+        raise InputValueError(f"dps must be an int >= 15; got {dps!r}")
     if not isinstance(causal, bool | np.bool_):
-        raise TypeError(f"causal must be a bool; got {type(causal).__name__}")
+        raise InputTypeError(f"causal must be a bool; got {type(causal).__name__}")
     ctx = mpmath.MPContext()
     ctx.dps = dps
     Q = to_mat(q, "q", ("S", "dk"), ctx)
     s_q, dk = len(Q), len(Q[0]) if Q else 0
     if s_q == 0 or dk == 0:
-        raise ValueError(f"q must have shape (S, dk) with S, dk >= 1; got ({s_q}, {dk})")
+        raise InputValueError(f"q must have shape (S, dk) with S, dk >= 1; got ({s_q}, {dk})")
     K = to_mat(k, "k", ("S", dk), ctx)
     s_k = len(K)
     if s_k < s_q:
-        raise ValueError(f"k must have S_k >= S_q rows; got S_q={s_q}, S_k={s_k}")
+        raise InputValueError(f"k must have S_k >= S_q rows; got S_q={s_q}, S_k={s_k}")
     if G is None and A is None and s_k != s_q:
-        raise ValueError(f"k must have shape ({s_q}, {dk}) like q on the uncached path")
+        raise InputValueError(f"k must have shape ({s_q}, {dk}) like q on the uncached path")
     V = to_mat(v, "v", (s_k, "dv"), ctx)
     params = params.validate(dk)
     if G is not None and A is not None:
-        raise ValueError("give at most one of G (G-cache) and A (metric-learner cache)")
+        raise InputValueError("give at most one of G (G-cache) and A (metric-learner cache)")
     m = causal_mask(s_q, s_k) if causal else [[True] * s_k for _ in range(s_q)]
     if mask is not None:
         extra = as_bool_mask(mask, "mask", (s_q, s_k)).tolist()
@@ -247,7 +248,7 @@ def plga_forward_full(
         ]
     for i, row in enumerate(m):
         if not any(row):
-            raise ValueError(f"mask (with causal={causal}) allows no key for query rows [{i}]")
+            raise InputValueError(f"mask (with causal={causal}) allows no key for query rows [{i}]")
 
     if G is not None:
         Gm = to_mat(G, "G", (dk, dk), ctx)

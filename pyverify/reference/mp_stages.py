@@ -14,6 +14,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.deductive import Deductive, PLGAResult
 from pyverify.reference.params import ResUnit, SwiGLUBlock
 from pyverify.reference.validation import as_float_array
@@ -48,15 +49,15 @@ def _ctx(ctx: Any) -> Any:
 
 def _scalar(x: Any, name: str, ctx: Any) -> Any:
     if isinstance(x, bool | np.bool_):
-        raise TypeError(f"{name} must hold real numbers; got bool")
+        raise InputTypeError(f"{name} must hold real numbers; got bool")
     if isinstance(x, Fraction):
         val = ctx.mpf(x.numerator) / ctx.mpf(x.denominator)
     elif isinstance(x, int | float | str | np.floating | np.integer) or hasattr(x, "_mpf_"):
         val = ctx.mpf(x)
     else:
-        raise TypeError(f"{name} must hold real numbers; got {type(x).__name__}")
+        raise InputTypeError(f"{name} must hold real numbers; got {type(x).__name__}")
     if not ctx.isfinite(val):
-        raise ValueError(f"{name} must be finite; got {val}")
+        raise InputValueError(f"{name} must be finite; got {val}")
     return val
 
 
@@ -98,17 +99,19 @@ def to_mat(
         for i, r in enumerate(rows):
             if r is None:
                 got = f"{type(x[i]).__name__} of shape {getattr(x[i], 'shape', ())}"
-                raise ValueError(f"{name} must be 2-D (a sequence of rows); row {i} is a {got}")
+                raise InputValueError(
+                    f"{name} must be 2-D (a sequence of rows); row {i} is a {got}"
+                )
     else:
-        raise TypeError(f"{name} must be a 2-D array, mpmath.matrix or list of rows")
+        raise InputTypeError(f"{name} must be a 2-D array, mpmath.matrix or list of rows")
     n_cols = {len(r) for r in rows}
     if len(n_cols) > 1:
-        raise ValueError(f"{name} must be rectangular; got row lengths {sorted(n_cols)}")
+        raise InputValueError(f"{name} must be rectangular; got row lengths {sorted(n_cols)}")
     got = (len(rows), n_cols.pop() if n_cols else 0)
     if shape is not None:
         for want, g in zip(shape, got, strict=True):
             if isinstance(want, int) and want != g:
-                raise ValueError(f"{name} must have shape {tuple(shape)}; got shape {got}")
+                raise InputValueError(f"{name} must have shape {tuple(shape)}; got shape {got}")
     return [[_scalar(e, name, ctx) for e in r] for r in rows]
 
 
@@ -379,7 +382,7 @@ def power_law(A_LM: Any, P: Any, ctx: Any = None) -> Mat:
     ctx = _ctx(ctx)
     X = _mat(A_LM, ctx)
     if any(x <= 0 for row in X for x in row):
-        raise ValueError("A_LM must be entrywise > 0 for the power law")
+        raise InputValueError("A_LM must be entrywise > 0 for the power law")
     return [
         [ctx.power(x, p) for x, p in zip(rx, rp, strict=True)]
         for rx, rp in zip(X, _mat(P, ctx), strict=True)

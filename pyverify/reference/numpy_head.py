@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.deductive import Deductive, PLGAResult
 from pyverify.reference.numpy_stages import (
     density,
@@ -142,7 +143,7 @@ def causal_mask(s_q: int, s_k: int | None = None) -> NDArray[np.bool_]:
     """
     s_k = s_q if s_k is None else s_k
     if s_k < s_q:
-        raise ValueError(f"causal mask needs s_k >= s_q; got s_q={s_q}, s_k={s_k}")
+        raise InputValueError(f"causal mask needs s_k >= s_q; got s_q={s_q}, s_k={s_k}")
     offset = s_k - s_q
     return np.arange(s_k)[None, :] <= (np.arange(s_q)[:, None] + offset)
 
@@ -181,7 +182,7 @@ def masked_softmax(E: ArrayLike, mask: ArrayLike | None = None) -> Array:
     empty = ~m.any(axis=-1)
     if np.any(empty):
         rows = np.flatnonzero(empty).tolist()
-        raise ValueError(f"mask allows no key for query rows {rows}: softmax undefined")
+        raise InputValueError(f"mask allows no key for query rows {rows}: softmax undefined")
     row_max = np.max(np.where(m, E, -np.inf), axis=-1, keepdims=True)
     with np.errstate(over="ignore", under="ignore"):  # E - max may round to -inf: exp -> 0
         ex = np.where(m, np.exp(np.where(m, E - row_max, 0.0)), 0.0)
@@ -206,27 +207,27 @@ def _check_head_inputs(
 ) -> tuple[Array, Array, Array, PLGAParams, Array | None, NDArray[np.bool_], Array | None]:
     """Validate and convert the arguments of :func:`plga_forward` (shared with no math)."""
     if not isinstance(params, PLGAParams):
-        raise TypeError(f"params must be a PLGAParams; got {type(params).__name__}")
+        raise InputTypeError(f"params must be a PLGAParams; got {type(params).__name__}")
     if not isinstance(causal, bool | np.bool_):
-        raise TypeError(f"causal must be a bool; got {type(causal).__name__}")
+        raise InputTypeError(f"causal must be a bool; got {type(causal).__name__}")
     q = as_float_array(q, "q", shape=("S", "dk"))
     s_q, dk = q.shape
     if dk == 0 or s_q == 0:
-        raise ValueError(f"q must have shape (S, dk) with S, dk >= 1; got {q.shape}")
+        raise InputValueError(f"q must have shape (S, dk) with S, dk >= 1; got {q.shape}")
     k = as_float_array(k, "k", shape=("S", dk))
     s_k = k.shape[0]
     if s_k < s_q:
-        raise ValueError(
+        raise InputValueError(
             f"k must have at least as many rows as q (S_k >= S_q); got S_q={s_q}, S_k={s_k}"
         )
     if G is None and A is None and s_k != s_q:
-        raise ValueError(
+        raise InputValueError(
             f"k must have shape (S, dk) = ({s_q}, {dk}) like q on the uncached path; got {k.shape}"
         )
     v = as_float_array(v, "v", shape=(s_k, "dv"))
     params = params.validate(dk)
     if G is not None and A is not None:
-        raise ValueError("give at most one of G (G-cache) and A (metric-learner cache)")
+        raise InputValueError("give at most one of G (G-cache) and A (metric-learner cache)")
     Gv = as_float_array(G, "G", shape=(dk, dk)) if G is not None else None
     Av = as_float_array(A, "A", shape=(dk, dk)) if A is not None else None
     m = causal_mask(s_q, s_k) if causal else np.ones((s_q, s_k), dtype=bool)
@@ -235,7 +236,7 @@ def _check_head_inputs(
     empty = ~m.any(axis=-1)
     if np.any(empty):
         rows = np.flatnonzero(empty).tolist()
-        raise ValueError(f"mask (with causal={causal}) allows no key for query rows {rows}")
+        raise InputValueError(f"mask (with causal={causal}) allows no key for query rows {rows}")
     return q, k, v, params, Gv, m, Av
 
 

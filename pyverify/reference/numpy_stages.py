@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pyverify.errors import InputValueError
 from pyverify.reference.params import ResUnit, SwiGLUBlock
 from pyverify.reference.validation import as_float_array, check_finite_stage
 
@@ -225,7 +226,7 @@ def power_law(A_LM: ArrayLike, P: ArrayLike) -> Array:
     """
     A_LM = np.asarray(A_LM, dtype=np.float64)
     if np.any(A_LM <= 0):
-        raise ValueError("A_LM must be entrywise > 0 for the power law")
+        raise InputValueError("A_LM must be entrywise > 0 for the power law")
     with np.errstate(over="ignore", invalid="ignore"):
         return check_finite_stage(np.power(A_LM, P), "power_law", power_law=True)
 

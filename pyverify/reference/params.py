@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.validation import (
     as_float_array,
     check_list,
@@ -129,7 +130,7 @@ class SwiGLUBlock:
         """
         h = np.shape(self.W1)[-1] if np.ndim(self.W1) == 2 else None
         if h is None:
-            raise ValueError(
+            raise InputValueError(
                 f"{name}.W1 must have shape ({d_in}, d_hidden); got {np.shape(self.W1)}"
             )
         return SwiGLUBlock(
@@ -239,7 +240,7 @@ class PLGAParams:
         a_dff = check_positive_int(a_dff, "a_dff")
         for value, name in ((num_reslayer, "num_reslayer"), (num_dense, "num_dense")):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int; got {value!r}")
+                raise InputValueError(f"{name} must be a non-negative int; got {value!r}")
         p_range = check_range(p_range, "p_range")
         rng = np.random.default_rng(seed)
 
@@ -285,24 +286,26 @@ class PLGAParams:
         """
         if dk is None:
             if np.ndim(self.W) != 2:
-                raise ValueError(f"params.W must have shape (dk, dk); got {np.shape(self.W)}")
+                raise InputValueError(f"params.W must have shape (dk, dk); got {np.shape(self.W)}")
             dk = int(np.shape(self.W)[0])
         if np.shape(self.W) != (dk, dk):
-            raise ValueError(
+            raise InputValueError(
                 f"params.W must have shape (dk, dk) = ({dk}, {dk}) to match the inputs' dk; "
                 f"got {np.shape(self.W)}"
             )
         if not isinstance(self.reslayers, list | tuple):
-            raise TypeError(f"params.reslayers must be a list; got {type(self.reslayers).__name__}")
+            raise InputTypeError(
+                f"params.reslayers must be a list; got {type(self.reslayers).__name__}"
+            )
         units = []
         for i, unit in enumerate(self.reslayers):
             if not isinstance(unit, ResUnit):
-                raise TypeError(f"params.reslayers[{i}] must be a ResUnit")
+                raise InputTypeError(f"params.reslayers[{i}] must be a ResUnit")
             dense = []
             check_list(unit.dense, f"params.reslayers[{i}].dense", "SwiGLUBlock")
             for j, blk in enumerate(unit.dense):
                 if not isinstance(blk, SwiGLUBlock):
-                    raise TypeError(f"params.reslayers[{i}].dense[{j}] must be a SwiGLUBlock")
+                    raise InputTypeError(f"params.reslayers[{i}].dense[{j}] must be a SwiGLUBlock")
                 dense.append(blk.validate(dk, dk, f"params.reslayers[{i}].dense[{j}]"))
             units.append(
                 ResUnit(
@@ -318,9 +321,9 @@ class PLGAParams:
         for name in ("ln_eps", "metric_eps"):
             val = getattr(self, name)
             if not isinstance(val, float | int) or isinstance(val, bool):
-                raise TypeError(f"params.{name} must be a float; got {type(val).__name__}")
+                raise InputTypeError(f"params.{name} must be a float; got {type(val).__name__}")
             if not (np.isfinite(val) and val > 0):
-                raise ValueError(f"params.{name} must be finite and > 0; got {val}")
+                raise InputValueError(f"params.{name} must be finite and > 0; got {val}")
         mats = {
             n: as_float_array(getattr(self, n), f"params.{n}", shape=(dk, dk))
             for n in ("W", "b", "P", "a", "b_a")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pyverify.errors import InputTypeError, InputValueError
 from pyverify.reference.validation import as_float_array, check_positive_int
 
 __all__ = [
@@ -36,9 +37,9 @@ Array = NDArray[np.float64]
 
 def _check_base(base: float) -> float:
     if isinstance(base, bool) or not isinstance(base, int | float | np.floating | np.integer):
-        raise TypeError(f"base must be a real number; got {type(base).__name__}")
+        raise InputTypeError(f"base must be a real number; got {type(base).__name__}")
     if not (np.isfinite(base) and base > 0):
-        raise ValueError(f"base must be finite and > 0; got {base}")
+        raise InputValueError(f"base must be finite and > 0; got {base}")
     return float(base)
 
 
@@ -70,11 +71,11 @@ def rope_thetas(dk: int, base: float = ROPE_BASE) -> Array:
 def _positions(positions: ArrayLike | None, n: int, offset: int) -> Array:
     if positions is None:
         if isinstance(offset, bool) or not isinstance(offset, int | np.integer):
-            raise TypeError(f"offset must be an int; got {type(offset).__name__}")
+            raise InputTypeError(f"offset must be an int; got {type(offset).__name__}")
         return np.arange(n, dtype=np.float64) + float(offset)
     pos = as_float_array(positions, "positions", ndim=np.ndim(positions))
     if pos.ndim != 1 or pos.shape[0] != n:
-        raise ValueError(f"positions must have shape ({n},); got {pos.shape}")
+        raise InputValueError(f"positions must have shape ({n},); got {pos.shape}")
     return pos
 
 
@@ -136,9 +137,9 @@ def rotation_matrix(n: float, dk: int, base: float = ROPE_BASE) -> Array:
         ``R_n`` (orthogonal, ``R_m R_n = R_{m+n}``).
     """
     if isinstance(n, bool) or not isinstance(n, int | float | np.integer | np.floating):
-        raise TypeError(f"n must be a real number; got {type(n).__name__}")
+        raise InputTypeError(f"n must be a real number; got {type(n).__name__}")
     if not np.isfinite(n):
-        raise ValueError(f"n must be finite; got {n}")
+        raise InputValueError(f"n must be finite; got {n}")
     R = np.zeros((dk, dk), dtype=np.float64)
     for p, theta in enumerate(rope_thetas(dk, base)):
         R[2 * p : 2 * p + 2, 2 * p : 2 * p + 2] = rot2(float(n) * theta)
@@ -178,7 +179,7 @@ def apply_rope(
     """
     x = as_float_array(x, "x", ndim=np.ndim(x))
     if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., S, dk); got shape {x.shape}")
+        raise InputValueError(f"x must have shape (..., S, dk); got shape {x.shape}")
     S, dk = x.shape[-2], x.shape[-1]
     check_positive_int(dk, "dk (last axis of x)", even=True)
     pos = _positions(positions, S, offset)

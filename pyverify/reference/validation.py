@@ -17,7 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from pyverify.errors import NonFiniteStageError, PowerLawOverflowError
+from pyverify.errors import (
+    InputTypeError,
+    InputValueError,
+    NonFiniteStageError,
+    PowerLawOverflowError,
+)
 
 __all__ = [
     "NonFiniteStageError",
@@ -75,35 +80,39 @@ def as_float_array(
         try:
             arr = np.asarray(x)
         except (ValueError, TypeError) as exc:  # ragged nested lists etc.
-            raise TypeError(f"{name} must be a real numeric array; got {type(x).__name__}") from exc
+            raise InputTypeError(
+                f"{name} must be a real numeric array; got {type(x).__name__}"
+            ) from exc
     kind = arr.dtype.kind
     if kind == "b":
-        raise TypeError(f"{name} must be a real floating array (float64 expected); got dtype bool")
+        raise InputTypeError(
+            f"{name} must be a real floating array (float64 expected); got dtype bool"
+        )
     if kind == "c":
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a real floating array (float64 expected); "
             f"got complex dtype {arr.dtype}"
         )
     if kind not in "fiu":
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a real floating array (float64 expected); got dtype {arr.dtype}"
         )
     expected_ndim = len(shape) if shape is not None else ndim
     shown = _shape_str([s if s is not None else "?" for s in shape]) if shape is not None else None
     if expected_ndim is not None and arr.ndim != expected_ndim:
         what = f"shape {shown}" if shown else f"{expected_ndim} dimensions"
-        raise ValueError(f"{name} must have {what}; got shape {arr.shape}")
+        raise InputValueError(f"{name} must have {what}; got shape {arr.shape}")
     if shape is not None:
         for axis, (want, got) in enumerate(zip(shape, arr.shape, strict=True)):
             if isinstance(want, int) and want != got:
-                raise ValueError(
+                raise InputValueError(
                     f"{name} must have shape {shown}; got shape {arr.shape} "
                     f"(axis {axis} is {got}, expected {want})"
                 )
     out = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(out)):
         bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
-        raise ValueError(f"{name} must be finite; it has {bad} inf/NaN entries")
+        raise InputValueError(f"{name} must be finite; it has {bad} inf/NaN entries")
     return out
 
 
@@ -133,9 +142,9 @@ def as_bool_mask(mask: ArrayLike, name: str, shape: tuple[int, int]) -> NDArray[
     """
     arr = np.asarray(mask)
     if arr.dtype.kind != "b":
-        raise TypeError(f"{name} must be a bool array (True = attend); got dtype {arr.dtype}")
+        raise InputTypeError(f"{name} must be a bool array (True = attend); got dtype {arr.dtype}")
     if arr.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {_shape_str(shape)}; got shape {arr.shape}")
+        raise InputValueError(f"{name} must have shape {_shape_str(shape)}; got shape {arr.shape}")
     return arr
 
 
@@ -164,12 +173,12 @@ def check_positive_int(value: object, name: str, *, even: bool = False) -> int:
         If ``value`` is not positive (or not even when required).
     """
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
+        raise InputTypeError(f"{name} must be an int; got {type(value).__name__}")
     ivalue = int(value)
     if ivalue <= 0:
-        raise ValueError(f"{name} must be positive; got {ivalue}")
+        raise InputValueError(f"{name} must be positive; got {ivalue}")
     if even and ivalue % 2:
-        raise ValueError(f"{name} must be even (RoPE rotates coordinate pairs); got {ivalue}")
+        raise InputValueError(f"{name} must be even (RoPE rotates coordinate pairs); got {ivalue}")
     return ivalue
 
 
@@ -219,12 +228,12 @@ def check_range(value: object, name: str) -> tuple[float, float]:
     if not ok or any(
         isinstance(v, bool) or not isinstance(v, int | float | np.number) for v in value
     ):
-        raise TypeError(f"{name} must be a pair (low, high) of real numbers; got {value!r}")
+        raise InputTypeError(f"{name} must be a pair (low, high) of real numbers; got {value!r}")
     low, high = float(value[0]), float(value[1])
     if not (np.isfinite(low) and np.isfinite(high)):
-        raise ValueError(f"{name} must be finite; got {value!r}")
+        raise InputValueError(f"{name} must be finite; got {value!r}")
     if low > high:
-        raise ValueError(f"{name} must have low <= high; got {value!r}")
+        raise InputValueError(f"{name} must have low <= high; got {value!r}")
     return low, high
 
 
@@ -237,5 +246,5 @@ def check_list(value: object, name: str, what: str) -> list:
         Naming the field and the type it got (e.g. ``None``).
     """
     if not isinstance(value, list | tuple):
-        raise TypeError(f"{name} must be a list of {what}; got {type(value).__name__}")
+        raise InputTypeError(f"{name} must be a list of {what}; got {type(value).__name__}")
     return list(value)
