@@ -261,6 +261,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         tests=not args.no_tests,
         bench=not args.no_bench,
         quick=args.quick,
+        **({"collapse": True} if args.collapse else {}),
     )
 
 
@@ -276,6 +277,7 @@ def _register_report(sub: Any) -> None:
     p.add_argument("--no-tests", action="store_true", help="skip the property tests")
     p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
     p.add_argument("--quick", action="store_true", help="the quick cross-check sweep")
+    p.add_argument("--collapse", action="store_true", help="rerun `pyverify collapse` first")
     p.set_defaults(func=_cmd_report)
 
 
