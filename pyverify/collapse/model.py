@@ -168,6 +168,10 @@ class PLGAttention(nn.Module):
         A = self.ln0(q.transpose(-2, -1) @ q)
         for unit in self.reslayers:
             A = unit(A)
+        return self.from_a(A)
+
+    def from_a(self, A: Tensor) -> dict[str, Tensor]:
+        """Steps 4-6 from a metric-learner output ``A``: A, A_LM, A_P, G."""
         z = self.W @ A + self.b
         A_LM = z * nn.functional.silu(z) + METRIC_EPS
         A_P = torch.pow(A_LM, self.P)
@@ -175,12 +179,18 @@ class PLGAttention(nn.Module):
         return {"A": A, "A_LM": A_LM, "A_P": A_P, "G": G}
 
     def forward(
-        self, x: Tensor, G: Tensor | None = None, past: LayerKV | None = None
+        self,
+        x: Tensor,
+        G: Tensor | None = None,
+        past: LayerKV | None = None,
+        A: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor], LayerKV]:
         """Attend over new rows ``x (B, S, d)``; ``G (B|1, H, dk, dk)`` skips steps 1-6.
 
-        Returns the output, the deductive tensors (only ``G`` when it was given)
-        and the KV-cache of all positions so far.
+        ``A`` (without ``G``) skips steps 1-3 only: the reference model's KV-cache
+        decoding, which stores the prompt's metric-learner output. Returns the
+        output, the deductive tensors (only ``G`` when it was given) and the
+        KV-cache of all positions so far.
         """
         B, S, d = x.shape
         H, dk = self.cfg.num_heads, self.cfg.dk
@@ -194,7 +204,10 @@ class PLGAttention(nn.Module):
         v = split(x @ self.Wv + self.bv)
         if past is not None:
             k, v = torch.cat((past.k, k), dim=2), torch.cat((past.v, v), dim=2)
-        ded = self.deductive(q) if G is None else {"G": G}
+        if G is not None:
+            ded = {"G": G}
+        else:
+            ded = self.deductive(q) if A is None else self.from_a(A)
         E = (q @ ded["G"]) @ k.transpose(-2, -1) / math.sqrt(dk)
         Sk = k.shape[2]
         allowed = torch.ones(S, Sk, dtype=torch.bool).tril(Sk - S)
@@ -215,10 +228,14 @@ class DecoderLayer(nn.Module):
         self.ln2 = LayerNormRows(cfg.d_model)
 
     def forward(
-        self, x: Tensor, G: Tensor | None = None, past: LayerKV | None = None
+        self,
+        x: Tensor,
+        G: Tensor | None = None,
+        past: LayerKV | None = None,
+        A: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor], LayerKV]:
         """One layer."""
-        h, ded, kv = self.mha(x, G, past)
+        h, ded, kv = self.mha(x, G, past, A)
         x1 = self.ln1(h + x)
         return self.ln2(self.ffn(x1) + x1), ded, kv
 
@@ -249,6 +266,7 @@ class PLDRDecoder(nn.Module):
         tokens: Tensor,
         G: list[Tensor] | None = None,
         past: list[LayerKV] | None = None,
+        A: list[Tensor] | None = None,
     ) -> tuple[Tensor, list[dict[str, Tensor]], list[LayerKV]]:
         """Causal pass on ``tokens (B, S)`` (new positions after ``past`` if given).
 
@@ -260,6 +278,8 @@ class PLDRDecoder(nn.Module):
             Per-layer G-cache: the metric learner is skipped.
         past : list of LayerKV, optional
             KV-cache of earlier positions (decoding).
+        A : list of torch.Tensor (B, H, dk, dk), optional
+            Per-layer stored metric-learner output (used when ``G`` is not given).
 
         Returns
         -------
@@ -274,7 +294,12 @@ class PLDRDecoder(nn.Module):
         x = self.ln(x)
         deds, kvs = [], []
         for i, layer in enumerate(self.layers):
-            x, ded, kv = layer(x, None if G is None else G[i], None if past is None else past[i])
+            x, ded, kv = layer(
+                x,
+                None if G is None else G[i],
+                None if past is None else past[i],
+                None if A is None else A[i],
+            )
             deds.append(ded)
             kvs.append(kv)
         return x @ self.W_out + self.b_out, deds, kvs

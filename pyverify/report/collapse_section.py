@@ -68,7 +68,9 @@ def _fid_rows(name: str, reg: dict[str, Any], tim: dict[str, Any]) -> list[str]:
     rows = []
     for k, label in (("prompt_G", "prompt's G-cache"), ("mean_G", "probe-mean G")):
         c = f[k]
-        speed = _g(tim.get("speedup")) + "×" if k == "prompt_G" and tim else "—"
+        speed = "—"
+        if k == "prompt_G" and tim:
+            speed = f"{_g(tim.get('speedup'))}× ({_g(tim.get('speedup_g_over_kv_a'))}×)"
         rows.append(
             f"| {name} | {label} | {c['tokens_identical']}/{f['n_prompts']} | "
             f"{_g(c['max_logit_gap'])} | {_g(f['min_top1_margin'])} | "
@@ -158,8 +160,10 @@ def collapse_section(report_dir: Path) -> list[str]:
         f"Cache fidelity at the end: {s['n_prompts']} prompts of {s['prompt_len']} bytes, "
         f"{s['n_new']} greedy tokens; logit gap teacher-forced on the uncached tokens; "
         "'margin covers' = prompts whose every top-1 margin exceeds twice the gap "
-        "(`score_perturbation`); speed-up = uncached / G-cached time per token (float32, "
-        "measured under load, see timings.json).",
+        "(`score_perturbation`); speed-up = time per token of full recomputation / of the "
+        "KV+G-cache, in brackets of the reference's KV-cache that stores A (steps 4-6 "
+        "recomputed) / of the KV+G-cache, i.e. the G-cache's own share (float32, best of "
+        "3 interleaved, see timings.json).",
         "",
         "| regime | cache | tokens identical | max logit gap | min top-1 margin | "
         "margin covers | speed-up |",
@@ -189,8 +193,9 @@ def collapse_section(report_dir: Path) -> list[str]:
     if walls:
         lines += [
             "",
-            f"Wall time ({tim.get('threads')} thread(s); machine possibly under "
-            f"load): {'; '.join(walls)}; total {tim.get('total_s', 0):.0f} s.",
+            f"Wall time ({tim.get('threads')} thread(s); as measured, not reproducible, and "
+            f"possibly under load: see timings.json): {'; '.join(walls)}; "
+            f"total {tim.get('total_s', 0):.0f} s.",
         ]
     lines += ["", "What was and was not reproduced (computed from the numbers above):", ""]
     lines += _verdicts(res)

@@ -80,6 +80,24 @@ def test_g_cached_decoding_matches_reference(trained):
         assert _rel(logits[0].detach().numpy(), out.logits) < RTOL
 
 
+def test_kv_a_cached_decoding_matches_reference(trained):
+    """KV-cache decoding with the prompt's stored A equals the reference's (no G-cache)."""
+    _, model, _ = trained
+    m64 = as_float64(model)
+    ref = Decoder(to_reference(model))
+    toks = load_corpus().windows(1, 12, phase=0.6)[0]
+    prompt, new = toks[:8], toks[8:]
+    _, deds, kv = m64(prompt[None])
+    A = [d["A"] for d in deds]
+    cache = ref.forward(prompt.numpy()).cache
+    assert cache.G is None
+    for t in new:
+        logits, _, kv = m64(t.view(1, 1), None, kv, A)
+        out = ref.decode_step(int(t), cache)
+        cache = out.cache
+        assert _rel(logits[0].detach().numpy(), out.logits) < RTOL
+
+
 def test_order_parameter_matches_diagnose(trained):
     """The recorded order parameter equals pyverify.diagnose's on the reference decoder."""
     cfg, model, history = trained

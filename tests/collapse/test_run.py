@@ -47,7 +47,9 @@ def test_small_run_writes_json_and_figures(full_small):
             assert fid[k]["margin_covers_gap"] <= fid[k]["tokens_identical"]
         assert reg["order_vs_length"]["S"] == list(cfg.s_sweep)
     timings = json.loads((full_small / TIMINGS_FILE).read_text())
-    assert timings["regimes"]["critical"]["speedup"] > 0
+    tc = timings["regimes"]["critical"]
+    assert tc["speedup"] > 0 and tc["speedup_g_over_kv_a"] > 0
+    assert math.isclose(tc["speedup"], tc["uncached_s_per_token"] / tc["g_cached_s_per_token"])
     for f in FIGURES:
         assert (full_small / f).stat().st_size > 1000
 
