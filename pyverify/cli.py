@@ -31,11 +31,7 @@ def _write_json(path: Path, data: object) -> None:
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     """The exceptions that are the user's fault: one line, exit status 2 (others are bugs)."""
-    types: list[type[BaseException]] = [UserError, ToolchainError, ProjectError]
-    data = sys.modules.get("pyverify.reference.data")
-    if data is not None:  # the G_LM loader's file errors
-        types += [data.DataFileMissingError, data.DataFileFormatError]
-    return tuple(types)
+    return (UserError, ToolchainError, ProjectError)
 
 
 def _seed(text: str) -> int:
@@ -161,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     _register_crosscheck(sub)
     _register_diagnose(sub)
     _register_report(sub)
+    _register_collapse(sub)
 
     p = sub.add_parser("bench", help="benchmark ratios P1-P3, measured side by side")
     p.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -303,6 +300,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         bench=not args.no_bench,
         quick=args.quick,
         bench_anyway=args.bench_anyway,
+        **({"collapse": True} if args.collapse else {}),
     )
 
 
@@ -321,7 +319,52 @@ def _register_report(sub: Any) -> None:
         "--bench-anyway", action="store_true", help="keep benchmark figures taken under load"
     )
     p.add_argument("--quick", action="store_true", help="the quick cross-check sweep")
+    p.add_argument("--collapse", action="store_true", help="rerun `pyverify collapse` first")
     p.set_defaults(func=_cmd_report)
+
+
+def _cmd_collapse(args: argparse.Namespace) -> int:
+    """Run ``pyverify collapse``."""
+    from dataclasses import replace
+
+    from pyverify.collapse.config import full_config, small_config
+    from pyverify.collapse.plots import draw_all
+    from pyverify.collapse.runner import run_collapse
+    from pyverify.paths import repo_root
+
+    out = Path(args.output) if args.output else repo_root() / "reports" / "collapse"
+    if args.plots_only:
+        for path in draw_all(out):
+            print(f"wrote {path}")
+        return 0
+    cfg = small_config() if args.small else full_config()
+    if args.steps is not None:
+        cfg = replace(cfg, steps=args.steps)
+    if args.threads < 1:
+        raise ValueError(f"--threads must be >= 1; got {args.threads}")
+    regimes = ("critical", "subcritical") if args.regime == "both" else (args.regime,)
+    run_collapse(cfg, out, regimes=regimes, resume=args.resume, threads=args.threads,
+                 progress=not args.no_progress, log=_progress)  # fmt: skip
+    print(f"wrote {out}")
+    return 0
+
+
+def _register_collapse(sub: Any) -> None:
+    """Add the ``collapse`` sub-command to an ``argparse`` sub-parsers object.
+
+    ``pyverify collapse [-o DIR] [--small] [--steps N] [--regime R] [--resume]
+    [--threads N] [--plots-only]``.
+    """
+    p = sub.add_parser("collapse", help="train a small PLDR model, measure its order parameter")
+    p.add_argument("-o", "--output", default=None, help="default: <repo>/reports/collapse")
+    p.add_argument("--small", action="store_true", help="the small run (a test, < 1 min)")
+    p.add_argument("--steps", type=int, default=None, help="training steps per regime")
+    p.add_argument("--regime", choices=("both", "critical", "subcritical"), default="both")
+    p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_collapse)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

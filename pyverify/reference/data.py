@@ -1,13 +1,13 @@
 """Loading the released trained ``G_LM`` operators (``.npz``) and their provenance.
 
-The files live outside the repository, in ``<repo root>/../shared/data/``
-(see that folder's ``README.md``). The folder is found in this order:
+The files are vendored as package data in :mod:`pyverify.data` (provenance,
+licence notice and sha256 in that folder's ``README.md``). The folder is found
+in this order:
 
 1. the ``data_dir`` argument;
 2. the environment variable ``PYVERIFY_DATA_DIR``;
-3. ``<repo root>/../shared/data``, the repo root found from this package's
-   location (``pyverify/reference/data.py`` -> two levels up);
-4. ``<current directory>/../shared/data``.
+3. the vendored copy ``pyverify/data/`` (every file there is checked against
+   its recorded sha256 when loaded).
 
 A missing folder or file raises :class:`DataFileMissingError` (a
 ``FileNotFoundError``) listing where it looked; a file that is not an
@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from pyverify.errors import InputTypeError
+from pyverify.data import VENDORED, DataChecksumError, vendored_dir, vendored_file
+from pyverify.errors import InputTypeError, InputValueError, MissingInputError
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -51,11 +52,11 @@ KNOWN_FILES: dict[str, str] = {
 """Short names of the three released files."""
 
 
-class DataFileMissingError(FileNotFoundError):
+class DataFileMissingError(MissingInputError):
     """The data folder or a data file does not exist."""
 
 
-class DataFileFormatError(ValueError):
+class DataFileFormatError(InputValueError):
     """A data file is not an ``.npz`` holding a valid ``G_LM`` array."""
 
 
@@ -65,10 +66,17 @@ def _candidates() -> list[tuple[str, Path]]:
     if env:
         out.append((f"${DATA_DIR_ENV}", Path(env)))
         return out
-    repo_root = Path(__file__).resolve().parents[2]
-    out.append(("package location", repo_root.parent / "shared" / "data"))
-    out.append(("current directory", Path.cwd() / ".." / "shared" / "data"))
+    out.append(("vendored package data", vendored_dir()))
     return out
+
+
+def _check_vendored(path: Path) -> None:
+    """Check the sha256 of ``path`` if it is one of the vendored files."""
+    if path.resolve().parent == vendored_dir() and path.name in VENDORED:
+        try:
+            vendored_file(path.name)
+        except DataChecksumError as exc:
+            raise DataFileFormatError(str(exc)) from exc
 
 
 def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
@@ -77,8 +85,8 @@ def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
     Parameters
     ----------
     path : str or path-like, optional
-        Explicit folder; otherwise ``$PYVERIFY_DATA_DIR``, then
-        ``<repo root>/../shared/data``, then ``./../shared/data``.
+        Explicit folder; otherwise ``$PYVERIFY_DATA_DIR``, then the vendored
+        copy in ``pyverify/data/``.
 
     Returns
     -------
@@ -168,9 +176,11 @@ def load_g_lm(
         If the folder or file is absent.
     DataFileFormatError
         If the file is not an ``.npz`` with a finite real 4-D ``G_LM`` whose
-        last two axes are equal (or not of ``expected_shape``).
+        last two axes are equal (or not of ``expected_shape``), or is a
+        vendored file whose sha256 differs from the recorded one.
     """
     path = data_file(name, data_dir)
+    _check_vendored(path)
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:

@@ -307,6 +307,12 @@ def _plots(out: Path, data: dict[str, Any], bench: dict[str, Any], say: Progress
     return made
 
 
+def _run_collapse(out: Path, say: Progress) -> None:
+    from pyverify.collapse import full_config, run_collapse
+
+    run_collapse(full_config(), out, progress=False, log=say)
+
+
 def generate_report(
     out_dir: Path,
     *,
@@ -318,6 +324,7 @@ def generate_report(
     progress: Progress | None = None,
     phases: Phases | None = None,
     repo: Path | None = None,
+    collapse: bool = False,
 ) -> int:
     """Regenerate the report folder.
 
@@ -347,6 +354,9 @@ def generate_report(
         Replacement phase functions (tests inject fakes here).
     repo : pathlib.Path, optional
         Repository root (default: :func:`pyverify.paths.repo_root`).
+    collapse : bool, default False
+        Rerun ``pyverify collapse`` into ``out_dir/collapse`` first; otherwise the
+        "collapse" section shows the last saved run.
 
     Returns
     -------
@@ -422,10 +432,13 @@ def generate_report(
     say("report: writing figures")
     _plots(out, data, bench_res, say)
     repo_rel = os.path.relpath(repo, out)
-    _write(
-        out / "index.md",
-        render_index(data, lean=lean_res, tests=tests_res, bench=bench_res, repo_rel=repo_rel),
-    )
+    if collapse:
+        say("report: rerunning pyverify collapse")
+        timed("collapse", lambda: _run_collapse(out / "collapse", say))
+    from pyverify.report.collapse_section import collapse_section
+
+    index = render_index(data, lean=lean_res, tests=tests_res, bench=bench_res, repo_rel=repo_rel)
+    _write(out / "index.md", index + "\n" + "\n".join(collapse_section(out)).rstrip() + "\n")
     durations["total"] = time.perf_counter() - start
     env = environment_data(durations=durations, **phases)
     _write(out / "environment.json", json_text(env))

@@ -27,7 +27,7 @@ def _shared_dir():
 
 
 SHARED = _shared_dir()
-needs_data = pytest.mark.skipif(SHARED is None, reason="../shared/data not present")
+needs_data = pytest.mark.skipif(SHARED is None, reason="vendored data folder not present")
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +50,9 @@ def test_load_real_files(name):
 
 
 @needs_data
-def test_default_dir_is_repo_relative_and_by_file_name():
+def test_default_dir_is_the_vendored_copy_and_by_file_name():
     repo_root = Path(__file__).resolve().parents[2]
-    assert data_dir() == (repo_root.parent / "shared" / "data").resolve()
+    assert data_dir() == (repo_root / "pyverify" / "data").resolve()
     a = load_g_lm(KNOWN_FILES["identity"])
     b = load_g_lm(SHARED / KNOWN_FILES["identity"])
     np.testing.assert_array_equal(a, b)
@@ -132,3 +132,25 @@ def test_expected_shape_mismatch(tmp_path):
     path = _write_good(tmp_path)
     with pytest.raises(DataFileFormatError, match=r"\(5, 14, 64, 64\)"):
         load_g_lm(path, expected_shape=(5, 14, 64, 64))
+
+
+def test_vendored_data_loads_without_shared(monkeypatch, tmp_path):
+    """A fresh clone has no ../shared: the vendored copies load, sha256-checked."""
+    from pyverify.data import VENDORED, sha256_of, vendored_dir
+
+    monkeypatch.chdir(tmp_path)  # no ../shared/data reachable from here
+    assert data_dir() == vendored_dir()
+    for name, digest in VENDORED.items():
+        assert sha256_of(vendored_dir() / name) == digest
+    G = load_g_lm("trained", expected_shape=(5, 14, 64, 64))
+    assert np.all(np.isfinite(G))
+    assert provenance("trained").source is not None  # README row beside the file
+
+
+def test_vendored_checksum_mismatch_is_refused(monkeypatch, tmp_path):
+    import pyverify.data as pdata
+
+    bad = dict(pdata.VENDORED, **{KNOWN_FILES["identity"]: "0" * 64})
+    monkeypatch.setattr(pdata, "VENDORED", bad)
+    with pytest.raises(DataFileFormatError, match="sha256"):
+        load_g_lm("identity")

@@ -1,0 +1,78 @@
+"""Vendored data files (package data) and their sha256, checked on every load.
+
+See ``README.md`` in this folder for provenance and licences: the three
+released ``G_LM`` operators (Apache-2.0, ``burcgokden/PLDR-LLM-with-KVG-cache``)
+and the Python 3.11 documentation corpus (PSF License Version 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pyverify.errors import InputValueError
+
+__all__ = ["CORPUS_FILE", "VENDORED", "DataChecksumError", "sha256_of", "vendored_dir",
+           "vendored_file"]  # fmt: skip
+
+CORPUS_FILE = "python311-docs.txt.xz"
+"""File name of the training corpus."""
+
+VENDORED: dict[str, str] = {
+    "pldr_v51_110m_1_G_LM.npz": "724f354c0554c6acfb1454da89c9aa592b8e81e8bf96953d8c64370fb5b84cef",
+    "identity_G_LM.npz": "f52f69617783e174a8e4d56c3b0171a8a1db70622cc7da01434b8383d98dae60",
+    "random_normal_G_LM.npz": "160ffcbbf2df917388fcef3a21140822fa6bf4da4a177baa1a301b6be1bd4708",
+    CORPUS_FILE: "94f0bde2cc74b909c28847b2145157ed7c16fc6e43dd1c089ec7522d6d66f98b",
+}
+"""File name -> expected sha256 of every vendored data file."""
+
+
+class DataChecksumError(InputValueError):
+    """A vendored data file's sha256 differs from the recorded one."""
+
+
+def vendored_dir() -> Path:
+    """The folder holding the vendored files (this package's folder)."""
+    return Path(__file__).resolve().parent
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def vendored_file(name: str) -> Path:
+    """Path of a vendored file, after checking its sha256.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`VENDORED`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``name`` is unknown or the file is missing (a broken install).
+    DataChecksumError
+        If the file's sha256 differs from :data:`VENDORED`.
+    """
+    if name not in VENDORED:
+        raise FileNotFoundError(f"no vendored data file {name!r} (known: {', '.join(VENDORED)})")
+    path = vendored_dir() / name
+    if not path.is_file():
+        raise FileNotFoundError(f"vendored data file missing: {path} (reinstall pyverify)")
+    digest = sha256_of(path)
+    if digest != VENDORED[name]:
+        raise DataChecksumError(
+            f"{path}: sha256 {digest} differs from the recorded {VENDORED[name]} (corrupt file)"
+        )
+    return path
