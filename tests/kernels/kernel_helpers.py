@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import pathlib
-
 import numpy as np
 import torch
 
 from pyverify.crosscheck import available_devices
 from pyverify.kernels import from_reference
 from pyverify.reference import PLGAParams
+from pyverify.reference import data as reference_data
 
 DEVICES = available_devices()
-DATA_DIR = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-G_LM_FILE = DATA_DIR / "pldr_v51_110m_1_G_LM.npz"
 
 
 def rel_err(x: torch.Tensor | np.ndarray, y: torch.Tensor | np.ndarray) -> float:
@@ -39,8 +36,8 @@ def make_qkv(B: int, H: int, S: int, dk: int, dv: int | None = None, seed: int =
 
 
 def load_g_lm() -> np.ndarray:
-    assert G_LM_FILE.exists(), f"trained G_LM missing: {G_LM_FILE} (must be present in CI)"
-    return np.load(G_LM_FILE)["G_LM"]
+    """The trained ``G_LM`` (vendored, sha256-checked; ``PYVERIFY_DATA_DIR`` overrides)."""
+    return reference_data.load_g_lm("trained")
 
 
 __all__ = ["DEVICES", "from_reference", "load_g_lm", "make_heads", "make_qkv", "rel_err"]
