@@ -237,7 +237,11 @@ def build_wasm(
         modules=[results[n] for n in order],
         seconds=time.monotonic() - t0,
     )
-    files = {n: _display(prefix, modules[n].rel) for n in order if has_olean(n)}
+    files = {
+        n: _display(prefix, modules[n].rel)
+        for n in order
+        if results[n].status != "skipped" and has_olean(n)
+    }
     _kernel_audit(result, tc, project, files, keys, say)
     result.seconds = time.monotonic() - t0
     return result
