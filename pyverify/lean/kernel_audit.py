@@ -256,6 +256,7 @@ def audit_module(env: Environment, module: str, file: str) -> ModuleAudit:
                 const.name,
                 f"theorem `{display_name(const.name)}` depends on the axiom `{ax}`{how}",
             )
+    findings.sort(key=lambda f: (f.line, f.reason))
     return ModuleAudit(module, file, kinds, theorems, findings)
 
 
