@@ -119,6 +119,7 @@ class ModuleView:
         self.const_ptrs: dict[str, int] = {}
         self.entries_ptr = 1
         self.private = False  # whether the ``.olean.private`` part was read
+        self.is_module = True  # written with the module system (bodies may be private)
         self._cache: dict[str, Constant] = {}
         self._ext: dict[str, tuple[int, ...]] | None = None
         self._hidden: set[str] | None = None
@@ -250,6 +251,7 @@ def read_module_data(region: Region, module: str) -> ModuleView:
             raise ToolchainError(f"{module}: constant names and constants disagree in number")
         view.const_ptrs = dict(zip(names, ptrs, strict=True))
         view.entries_ptr = entries_ptr
+        view.is_module = region.scalar_u8(region.root(), 0) != 0  # ModuleData.isModule
     except (IndexError, ValueError, TypeError) as exc:  # struct.error is a ValueError
         raise ToolchainError(f"{module}: malformed module data ({exc})") from exc
     return view

@@ -119,7 +119,9 @@ class OleanWriter:
             val = self.ctor(0, [cval, value or 1, self.box(0)])
         return self.ctor(kind, [val])
 
-    def module_data(self, imports: list[str], constants: list[tuple[str, int]]) -> int:
+    def module_data(
+        self, imports: list[str], constants: list[tuple[str, int]], is_module: bool = True
+    ) -> int:
         """The ``ModuleData`` root."""
         imps = [self.ctor(0, [self.name(m)], b"\0\1\0\0") for m in imports]
         return self.ctor(
@@ -131,7 +133,7 @@ class OleanWriter:
                 self.array([]),
                 self.array([]),
             ],
-            b"\1",
+            b"\1" if is_module else b"\0",
         )
 
     def image(self, root: int) -> bytes:

@@ -138,3 +138,12 @@ def test_load_module_needs_the_public_part(tmp_path: Path):
 def test_display_name_strips_private_prefix():
     assert display_name("_private.Pldr.Algebra.Sum.0.Pldr.finSum_one") == "Pldr.finSum_one"
     assert display_name("Pldr.finSum_one") == "Pldr.finSum_one"
+
+
+def test_a_file_outside_the_module_system_needs_no_private_part(tmp_path: Path):
+    w = OleanWriter(8, BASES[8])
+    prop = w.sort0()
+    root = w.module_data([], [("Demo.t", w.constant(2, "Demo.t", prop, prop))], is_module=False)
+    (tmp_path / "Demo.olean").write_bytes(w.image(root))
+    audit = audit_module(Environment(tmp_path, [], {"Demo"}), "Demo", "Demo.lean")
+    assert audit.findings == [] and audit.theorems["Demo.t"].axioms == []
