@@ -65,7 +65,12 @@ def _text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
 
 
-def parse_header(data: bytes, what: str = "buffer", pointer_size: int | None = None) -> OleanHeader:
+def parse_header(
+    data: bytes,
+    what: str = "buffer",
+    pointer_size: int | None = None,
+    external_root: bool = False,
+) -> OleanHeader:
     """Decode the header of an ``.olean`` image.
 
     Parameters
@@ -77,13 +82,17 @@ def parse_header(data: bytes, what: str = "buffer", pointer_size: int | None = N
     pointer_size
         4 or 8; by default found from the file (the one under which the root
         address lies inside the file, past the header, pointer aligned).
+    external_root
+        Accept a root below the file's base: a later part of a module (such as
+        an ``.olean.private`` with nothing private) may reuse an earlier part's
+        module data. Needs ``pointer_size``.
 
     Raises
     ------
     ToolchainError
         When ``data`` is not an ``.olean`` file this reader understands.
     """
-    if len(data) < HEADER_FIXED + 16 or data[:5] != MAGIC:
+    if len(data) < HEADER_FIXED or data[:5] != MAGIC:
         raise ToolchainError(f"{what} is not a Lean .olean file (no `olean` header)")
     version, flags = data[5], data[6]
     lean_version = _text(data[7:40])
@@ -92,10 +101,13 @@ def parse_header(data: bytes, what: str = "buffer", pointer_size: int | None = N
     for size in candidates:
         if size not in (4, 8):
             raise ToolchainError(f"pointer size must be 4 or 8, not {size}")
-        fmt = "<II" if size == 4 else "<QQ"
-        base, root = struct.unpack_from(fmt, data, HEADER_FIXED)
         start = HEADER_FIXED + 2 * size
-        if base % size == 0 and base + start <= root < base + len(data) and root % size == 0:
+        if len(data) < start:
+            continue
+        base, root = struct.unpack_from("<II" if size == 4 else "<QQ", data, HEADER_FIXED)
+        inside = base + start <= root < base + len(data)
+        outside = external_root and pointer_size is not None and root < base
+        if base % size == 0 and root % size == 0 and (inside or outside):
             return OleanHeader(version, flags, lean_version, githash, size, base, root)
     raise ToolchainError(
         f"{what}: cannot place the root object of this .olean (version {version}, "
@@ -131,7 +143,8 @@ class Region:
     # ------------------------------------------------------------------ loading
     def add(self, data: bytes, what: str) -> OleanHeader:
         """Add one image; all images of a region must share a pointer size."""
-        header = parse_header(data, what, self.pointer_size or None)
+        later = bool(self.parts)
+        header = parse_header(data, what, self.pointer_size or None, external_root=later)
         part = _Part(what, data, header)
         for other in self.parts:
             if part.start < other.end and other.start < part.end:
@@ -139,6 +152,8 @@ class Region:
         self.pointer_size = header.pointer_size
         self._pair = "<II" if header.pointer_size == 4 else "<QQ"
         self.parts.append(part)
+        if header.root < header.base:
+            self._locate(header.root)  # a reused root must lie in an earlier part
         return header
 
     def add_file(self, path: Path) -> OleanHeader:

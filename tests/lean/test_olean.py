@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,21 @@ def test_a_file_outside_the_module_system_needs_no_private_part(tmp_path: Path):
     (tmp_path / "Demo.olean").write_bytes(w.image(root))
     audit = audit_module(Environment(tmp_path, [], {"Demo"}), "Demo", "Demo.lean")
     assert audit.findings == [] and audit.theorems["Demo.t"].axioms == []
+
+
+def test_a_header_only_private_part_reuses_the_earlier_root():
+    """Lean writes a private part with no objects when a module has nothing private."""
+    data, _ = _module(4)
+    first = parse_header(data)
+    empty = data[:80] + struct.pack("<II", BASES[4] + 0x100000, first.root)
+    region = Region()
+    region.add(data, "Demo.olean")
+    region.add(empty, "Demo.olean.private")
+    assert region.root() == first.root
+    assert read_module_data(region, "Demo").imports == ["Init"]
+    with pytest.raises(ToolchainError, match="cannot place the root"):
+        parse_header(empty, "alone.olean.private")  # on its own it has no root
+    other = Region()
+    other.add(data, "a.olean")
+    with pytest.raises(ToolchainError, match="outside the loaded"):
+        other.add(data[:80] + struct.pack("<II", BASES[4] + 0x100000, 0x1000), "b")
