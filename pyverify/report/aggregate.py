@@ -139,6 +139,9 @@ def lean_by_theorem(lean: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "line": t.get("line") if t else None,
             "tagged": n,
             "status": st,
+            # what `#print axioms` prints for it, from the kernel audit (issue 11)
+            "axioms": list(t.get("axioms") or []) if t and "axioms" in t else None,
+            "axioms_exact": bool(t.get("axioms_exact", True)) if t else None,
         }
     return out
 

