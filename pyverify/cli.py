@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyverify.errors import InputValueError, UserError
-from pyverify.lean.project import ProjectError
-from pyverify.lean.toolchain import ToolchainError
 from pyverify.output import check_output_dir, check_output_file, write_json
 
 if TYPE_CHECKING:
@@ -27,11 +25,6 @@ def _progress(msg: str) -> None:
 
 def _write_json(path: Path, data: object) -> None:
     write_json(path, data)
-
-
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    """The exceptions that are the user's fault: one line, exit status 2 (others are bugs)."""
-    return (UserError, ToolchainError, ProjectError)
 
 
 def _seed(text: str) -> int:
@@ -53,7 +46,7 @@ def _lean_project(args: argparse.Namespace) -> Path:
 
 def cmd_lean_setup(args: argparse.Namespace) -> int:
     """Install or repair the embedded Lean toolchain."""
-    from pyverify.lean.toolchain import setup
+    from pyverify.lean.install import setup
 
     setup(Path(args.home) if args.home else None, _progress)
     return 0
@@ -61,7 +54,7 @@ def cmd_lean_setup(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> tuple[Toolchain, Path, BuildResult]:
     from pyverify.lean.build import build, clean
-    from pyverify.lean.toolchain import find_toolchain
+    from pyverify.lean.install import find_toolchain
 
     project = _lean_project(args)
     tc = find_toolchain(args.toolchain, Path(args.home) if args.home else None, _progress)
@@ -380,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("pyverify: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not isinstance(exc, _user_error_types()):
+        if not isinstance(exc, UserError):
             raise  # a bug in pyverify: show its traceback
         print(f"pyverify: error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,8 @@ __all__ = [
     "NonFiniteStageError",
     "OutputPathError",
     "PowerLawOverflowError",
+    "ProjectError",
+    "ToolchainError",
     "UserError",
 ]
 
@@ -33,6 +35,14 @@ class InputValueError(UserError, ValueError):
 
 class MissingInputError(UserError, FileNotFoundError):
     """A file or folder the user named, or that pyverify needs, does not exist."""
+
+
+class ProjectError(InputValueError):
+    """The Lean package is malformed (missing root, import cycle, unreadable source, ...)."""
+
+
+class ToolchainError(UserError, RuntimeError):
+    """A Lean toolchain problem (missing, damaged, refusing a path), with what to do."""
 
 
 class OutputPathError(InputValueError):

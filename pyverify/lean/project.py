@@ -7,14 +7,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyverify.errors import ProjectError
+
 _IMPORT = re.compile(r"^\s*(?:public\s+|private\s+)?(?:meta\s+)?import\s+(?:all\s+)?([\w.]+)")
 _HEADER_STOP = re.compile(
     r"^\s*(?:public\s+section|section|namespace|theorem|def|open|set_option|/--|@\[)"
 )
-
-
-class ProjectError(ValueError):
-    """The Lean package is malformed (missing root, import cycle, ...)."""
 
 
 @dataclass

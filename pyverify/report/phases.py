@@ -58,8 +58,8 @@ def lean_phase(repo: Path, progress: Progress) -> dict[str, Any]:
     """
     from pyverify.lean import manifest as mf
     from pyverify.lean.build import build
+    from pyverify.lean.install import find_toolchain
     from pyverify.lean.project import load_package
-    from pyverify.lean.toolchain import find_toolchain
 
     project = repo / "lean"
     try:

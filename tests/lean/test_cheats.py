@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pyverify.lean.build import BuildResult, build
-from pyverify.lean.toolchain import Toolchain, find_toolchain
+from pyverify.lean.install import find_toolchain
+from pyverify.lean.toolchain import Toolchain
 
 pytestmark = pytest.mark.lean
 CHEATS = Path(__file__).parent / "cheats"

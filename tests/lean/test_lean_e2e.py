@@ -15,8 +15,9 @@ import pytest
 
 from pyverify.lean.audit import ALLOWED_AXIOMS
 from pyverify.lean.build import build
+from pyverify.lean.install import find_toolchain
 from pyverify.lean.manifest import manifest
-from pyverify.lean.toolchain import Toolchain, find_toolchain
+from pyverify.lean.toolchain import Toolchain
 
 pytestmark = pytest.mark.lean
 

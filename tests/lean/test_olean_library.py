@@ -12,10 +12,11 @@ import pytest
 
 from pyverify.lean.audit import ALLOWED_AXIOMS
 from pyverify.lean.build import build
+from pyverify.lean.install import find_toolchain
 from pyverify.lean.kernel_audit import Environment, audit_module
 from pyverify.lean.project import load_package, strip_comments, topo_order
 from pyverify.lean.sources import parse_theorems
-from pyverify.lean.toolchain import Toolchain, find_toolchain
+from pyverify.lean.toolchain import Toolchain
 from pyverify.paths import repo_root
 
 pytestmark = pytest.mark.lean

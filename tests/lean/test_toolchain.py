@@ -5,14 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pyverify.lean import toolchain as tcmod
-from pyverify.lean.toolchain import (
-    ToolchainError,
-    check_visible,
-    default_home,
-    find_toolchain,
-    installed_wasm,
-)
+from pyverify.lean import install as tcmod
+from pyverify.lean.install import find_toolchain, installed_wasm
+from pyverify.lean.toolchain import ToolchainError, check_visible, default_home
 
 
 def test_default_home_env_wins(monkeypatch, tmp_path):
