@@ -9,13 +9,11 @@ The stages follow ``docs/plga-spec.md``:
 7.-8. ``softmax(Q G K^T / sqrt(dk) + causal mask) V`` (:func:`attend`), evaluated as
    SDPA on ``Q' = Q G`` so the fused kernels do the quadratic work.
 
-Vectorisation: the metric learner acts on the rows of a dk x dk matrix, so all
-(batch, head) matrices are laid out as (H, dk * B, dk) ("row layout"). With the
-shared learner (the model's form, ``pldr_model_v510``) every dense layer is ONE
-``torch.addmm`` over all H * dk * B rows; with per-head learners it is one
-``torch.baddbmm`` over the head axis with the weights (H, dk, a_dff). Either
-way: no per-batch tiling of weights and no Python loop over heads. ``W A``
-and ``a A_P`` are likewise one ``bmm`` each on (H, dk, B * dk).
+Vectorisation: the learner acts on rows, so the (batch, head) matrices are laid
+out as (H, dk * B, dk). The shared learner (``pldr_model_v510``'s form) runs each
+dense layer as ONE ``addmm`` over all H * dk * B rows, per-head learners as one
+``baddbmm`` over heads; no weight tiling, no loop over heads. ``W A`` and
+``a A_P`` are one ``bmm`` each on (H, dk, B * dk).
 
 Precision: float64 inputs compute in float64. float32, bfloat16 and float16
 inputs compute ``D``, all LayerNorm statistics, the metric learner and ``G`` in
@@ -250,9 +248,8 @@ def sdpa(
 ):
     """Causal SDPA with the mask aligned to the END of the key sequence.
 
-    ``F.scaled_dot_product_attention(is_causal=True)`` aligns the mask top-left,
-    which is only right when ``S_q == S_k``; for decoding (``S_q < S_k``, the
-    queries are the last positions) a bottom-right mask is used instead.
+    torch's ``is_causal=True`` aligns the mask top-left, right only when ``S_q == S_k``;
+    decoding (``S_q < S_k``, queries at the last positions) needs it bottom-right.
 
     Parameters
     ----------

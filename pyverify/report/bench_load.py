@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["apply_load_policy", "load_lines", "load_note", "under_load"]
+from pyverify.report.markdown import table
+
+__all__ = ["apply_load_policy", "bench_section", "load_lines", "load_note", "under_load"]
 
 
 def under_load(meta: dict[str, Any]) -> bool | None:
@@ -83,3 +85,59 @@ def load_lines(status: str | None, meta: dict[str, Any]) -> list[str]:
     if meta.get("under_load"):
         return [f"**Measured under load** ({load_note(meta)}): not representative.", ""]
     return []
+
+
+def bench_section(bench: dict[str, Any]) -> list[str]:
+    """The report's "Benchmarks" section (load marking first)."""
+    lines = ["## Benchmarks", ""]
+    st = bench.get("status")
+    if st == "skipped":
+        return [*lines, "Not run (`--no-bench`).", ""]
+    if st == "error":
+        return [*lines, f"**Error**: {bench.get('error')}", ""]
+    meta = bench.get("meta") or {}
+    lines += load_lines(st, meta)
+    if st == "refused":
+        return lines
+    lines.append(
+        f"Device {meta.get('device_name', meta.get('device', '?'))}, {meta.get('threads', '?')} "
+        f"threads, {meta.get('method', '')}. Timings vary from run to run and machine to machine: "
+        "they are in `benchmarks.json` and here, never in `verification.json`."
+    )
+    lines += ["", "![benchmark ratios](benchmark_ratios.png)", ""]
+    rows = []
+    for r in bench.get("rows") or []:
+        shape = r["shape"]
+        if isinstance(shape, dict):
+            shape = ", ".join(f"{k}={v}" for k, v in shape.items())
+        elif isinstance(shape, list | tuple):
+            shape = "x".join(map(str, shape))
+        rows.append(
+            [
+                r["benchmark"],
+                str(shape),
+                r["dtype"],
+                r["device"],
+                f"{r['ours_ms']:.2f}",
+                f"{r['baseline_ms']:.2f}",
+                f"{r['ratio']:.3f}",
+                f"{r['target']:.3f}",
+                "yes" if r["meets_target"] else "**no**",
+            ]
+        )
+    lines += table(
+        [
+            "benchmark",
+            "shape",
+            "dtype",
+            "device",
+            "ours ms",
+            "baseline ms",
+            "ratio",
+            "target",
+            "meets",
+        ],
+        rows,
+    )
+    lines.append("")
+    return lines

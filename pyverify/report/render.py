@@ -4,46 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyverify.report.bench_load import load_lines
+from pyverify.report.bench_load import bench_section
+from pyverify.report.markdown import num as _g
+from pyverify.report.markdown import sci as _e
+from pyverify.report.markdown import table as _table
+from pyverify.report.markdown import verdict as _verdict
 
 __all__ = ["render_index"]
-
-
-def _e(x: Any) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, str):
-        return x
-    return f"{x:.2e}"
-
-
-def _g(x: Any, fmt: str = ".3g") -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, str):
-        return x
-    return format(x, fmt)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    return out
-
-
-def _verdict(status: str | None) -> str:
-    return {
-        "passed": "passed",
-        "proved": "proved",
-        "failed": "**FAILED**",
-        "build failed": "**build failed**",
-        "error": "**error**",
-        "missing": "**missing**",
-        "none": "**none**",
-        "skipped": "skipped",
-        "not run": "not run",
-        "n/a": "–",
-    }.get(str(status), str(status))
 
 
 def _tests_cell(c: dict[str, Any]) -> str:
@@ -401,61 +368,6 @@ def _diagnostics_section(diag: dict[str, dict[str, Any]], model: dict[str, Any])
     return lines
 
 
-def _bench_section(bench: dict[str, Any]) -> list[str]:
-    lines = ["## Benchmarks", ""]
-    st = bench.get("status")
-    if st == "skipped":
-        return [*lines, "Not run (`--no-bench`).", ""]
-    if st == "error":
-        return [*lines, f"**Error**: {bench.get('error')}", ""]
-    meta = bench.get("meta") or {}
-    lines += load_lines(st, meta)
-    if st == "refused":
-        return lines
-    lines.append(
-        f"Device {meta.get('device_name', meta.get('device', '?'))}, {meta.get('threads', '?')} "
-        f"threads, {meta.get('method', '')}. Timings vary from run to run and machine to machine: "
-        "they are in `benchmarks.json` and here, never in `verification.json`."
-    )
-    lines += ["", "![benchmark ratios](benchmark_ratios.png)", ""]
-    rows = []
-    for r in bench.get("rows") or []:
-        shape = r["shape"]
-        if isinstance(shape, dict):
-            shape = ", ".join(f"{k}={v}" for k, v in shape.items())
-        elif isinstance(shape, list | tuple):
-            shape = "x".join(map(str, shape))
-        rows.append(
-            [
-                r["benchmark"],
-                str(shape),
-                r["dtype"],
-                r["device"],
-                f"{r['ours_ms']:.2f}",
-                f"{r['baseline_ms']:.2f}",
-                f"{r['ratio']:.3f}",
-                f"{r['target']:.3f}",
-                "yes" if r["meets_target"] else "**no**",
-            ]
-        )
-    lines += _table(
-        [
-            "benchmark",
-            "shape",
-            "dtype",
-            "device",
-            "ours ms",
-            "baseline ms",
-            "ratio",
-            "target",
-            "meets",
-        ],
-        rows,
-    )
-    lines.append("")
-    return lines
-
-
 def render_index(
     data: dict[str, Any],
     *,
@@ -501,5 +413,5 @@ def render_index(
     lines += _tests_section(tests)
     lines += _crosscheck_section(data["crosscheck"])
     lines += _diagnostics_section(data["diagnostics"], data.get("model_diagnostics") or {})
-    lines += _bench_section(bench)
+    lines += bench_section(bench)
     return "\n".join(lines).rstrip() + "\n"
