@@ -1,7 +1,8 @@
-"""Where the project's folders are: the repository root, ``lean/``, ``reports/``."""
+"""Where the project's folders are (the repository root, ``lean/``, ``reports/``); file digests."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from pyverify.errors import MissingInputError
@@ -29,3 +30,12 @@ def repo_root(start: Path | None = None) -> Path:
     raise MissingInputError(
         f"no pyverify checkout found at or above {here} (looked for lean/lakefile.toml)"
     )
+
+
+def sha256_file(path: Path) -> str:
+    """Return the hex SHA-256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

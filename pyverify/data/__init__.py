@@ -7,12 +7,12 @@ and the Python 3.11 documentation corpus (PSF License Version 2).
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from pyverify.errors import InputValueError
+from pyverify.paths import sha256_file
 
-__all__ = ["CORPUS_FILE", "VENDORED", "DataChecksumError", "sha256_of", "vendored_dir",
+__all__ = ["CORPUS_FILE", "VENDORED", "DataChecksumError", "vendored_dir",
            "vendored_file"]  # fmt: skip
 
 CORPUS_FILE = "python311-docs.txt.xz"
@@ -34,15 +34,6 @@ class DataChecksumError(InputValueError):
 def vendored_dir() -> Path:
     """The folder holding the vendored files (this package's folder)."""
     return Path(__file__).resolve().parent
-
-
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def vendored_file(name: str) -> Path:
@@ -70,7 +61,7 @@ def vendored_file(name: str) -> Path:
     path = vendored_dir() / name
     if not path.is_file():
         raise FileNotFoundError(f"vendored data file missing: {path} (reinstall pyverify)")
-    digest = sha256_of(path)
+    digest = sha256_file(path)
     if digest != VENDORED[name]:
         raise DataChecksumError(
             f"{path}: sha256 {digest} differs from the recorded {VENDORED[name]} (corrupt file)"

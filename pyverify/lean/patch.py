@@ -14,8 +14,9 @@ a different ``lean.js`` is never patched blindly.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
+
+from pyverify.paths import sha256_file
 
 ORIGINAL_SHA256 = "0baaafd5d088d288ec44ff57d5ced4146e95ff6ba975c19787fcfcd26f89f87d"
 
@@ -37,15 +38,6 @@ MARKER = "var __pvCache=new WeakMap();"
 
 class PatchError(RuntimeError):
     """The ``lean.js`` at hand is not the file the patch was written for."""
-
-
-def sha256_file(path: Path) -> str:
-    """Return the hex SHA-256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def patch_text(text: str) -> str:

@@ -136,12 +136,13 @@ def test_expected_shape_mismatch(tmp_path):
 
 def test_vendored_data_loads_without_shared(monkeypatch, tmp_path):
     """A fresh clone has no ../shared: the vendored copies load, sha256-checked."""
-    from pyverify.data import VENDORED, sha256_of, vendored_dir
+    from pyverify.data import VENDORED, vendored_dir
+    from pyverify.paths import sha256_file
 
     monkeypatch.chdir(tmp_path)  # no ../shared/data reachable from here
     assert data_dir() == vendored_dir()
     for name, digest in VENDORED.items():
-        assert sha256_of(vendored_dir() / name) == digest
+        assert sha256_file(vendored_dir() / name) == digest
     G = load_g_lm("trained", expected_shape=(5, 14, 64, 64))
     assert np.all(np.isfinite(G))
     assert provenance("trained").source is not None  # README row beside the file
