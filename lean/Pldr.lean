@@ -10,6 +10,16 @@ public import Pldr.Collapse
 public import Pldr.Rope
 public import Pldr.RopeCommutant
 public import Pldr.Positivity
+public import Pldr.Decoding
+public import Pldr.SoftmaxSimplex
+public import Pldr.RopeTwirl
+public import Pldr.DensityPsd
+public import Pldr.LayerNorm
+public import Pldr.RankOne
+public import Pldr.HadamardPower
+public import Pldr.ScorePerturbation
+public import Pldr.DagLimit
+public import Pldr.PrefixPipeline
 
 /-!
 # Pldr: the PLGA theorem library
