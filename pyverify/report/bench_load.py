@@ -7,16 +7,33 @@ shared the cores: the load before exceeded ``0.5 + cpu_count / 4``, or the load
 after exceeded what the run itself explains (its threads) by that much.
 ``pyverify report`` then leaves ``benchmarks.json`` unwritten unless
 ``--bench-anyway`` is given, in which case the figures are kept and marked.
+The report's own earlier phases (the property tests on every core) lift the
+1-minute load average, which decays with a time constant of a minute, so the
+report first waits for it to settle (:func:`settle_load`).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 from pyverify.report.markdown import table
 
-__all__ = ["apply_load_policy", "bench_section", "load_lines", "load_note", "under_load"]
+__all__ = [
+    "apply_load_policy",
+    "bench_section",
+    "load_lines",
+    "load_note",
+    "settle_load",
+    "under_load",
+]
+
+
+def load_slack(cpus: int) -> float:
+    """The load average above which other work is taken to share ``cpus`` cores."""
+    return 0.5 + cpus / 4
 
 
 def under_load(meta: dict[str, Any]) -> bool | None:
@@ -25,8 +42,37 @@ def under_load(meta: dict[str, Any]) -> bool | None:
     if before is None or after is None:
         return None
     cpus = int(meta.get("cpu_count") or 1)
-    slack = 0.5 + cpus / 4
+    slack = load_slack(cpus)
     return bool(before > slack or after > int(meta.get("threads") or cpus) + slack)
+
+
+def settle_load(
+    say: Callable[[str], None],
+    *,
+    timeout: float = 180.0,
+    poll: float = 5.0,
+    load: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float | None:
+    """Wait (at most ``timeout`` s) for the 1-minute load average to fall below the slack.
+
+    Returns the last load average seen (None where the platform has none); a
+    machine still loaded after the wait is left to :func:`apply_load_policy`.
+    """
+    read = load or (lambda: os.getloadavg()[0])
+    slack = load_slack(os.cpu_count() or 1)
+    waited = 0.0
+    try:
+        value = read()
+    except (AttributeError, OSError):
+        return None
+    if value > slack:
+        say(f"bench: waiting for the load average ({value:.2f}) to fall below {slack:.2f}")
+    while value > slack and waited < timeout:
+        sleep(poll)
+        waited += poll
+        value = read()
+    return value
 
 
 def load_note(meta: dict[str, Any]) -> str:

@@ -202,8 +202,10 @@ def bench_phase(progress: Progress) -> dict[str, Any]:
     import torch
 
     from pyverify.bench import run_bench
+    from pyverify.report.bench_load import settle_load
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    settle_load(progress)  # the property tests just ran on every core
     res = run_bench(device=device, quick=True, progress=progress)
     res["status"] = "passed"
     return res

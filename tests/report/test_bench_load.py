@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pyverify.report import generate_report
-from pyverify.report.bench_load import apply_load_policy, under_load
+from pyverify.report.bench_load import apply_load_policy, load_slack, settle_load, under_load
 
 QUIET = {"load_before": 0.1, "load_after": 2.1, "cpu_count": 8, "threads": 2}
 LOADED = {"load_before": 25.8, "load_after": 27.0, "cpu_count": 2, "threads": 2}
@@ -55,3 +55,20 @@ def test_report_refuses_loaded_figures(tmp_path, fake):
     bench = json.loads((out / "benchmarks.json").read_text())
     assert bench["meta"]["under_load"] is True
     assert "**Measured under load**" in (out / "index.md").read_text()
+
+
+def test_settle_load_waits_for_the_load_to_decay(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert load_slack(2) == 1.0
+    readings, slept, lines = iter([1.9, 1.5, 1.2, 0.9, 0.5]), [], []
+    last = settle_load(lines.append, load=lambda: next(readings), sleep=slept.append, poll=5)
+    assert last == 0.9 and slept == [5, 5, 5]  # stops at the first reading below the slack
+    assert len(lines) == 1 and "1.90" in lines[0]
+
+
+def test_settle_load_gives_up_after_the_timeout(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    slept = []
+    last = settle_load(print, load=lambda: 3.0, sleep=slept.append, poll=5, timeout=20)
+    assert last == 3.0 and sum(slept) == 20  # still loaded: the policy decides
+    assert settle_load(print, load=lambda: 0.2, sleep=slept.append) == 0.2 and sum(slept) == 20
