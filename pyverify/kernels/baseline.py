@@ -8,8 +8,6 @@
   take the author's S x S passes: ``(Q G) K^T``, ``/ sqrt(dk)``,
   ``+ mask * -1e9`` (a precomputed 0/1 look-ahead mask), ``softmax``, ``@ V``.
   It is the "before" side of benchmark P2.
-* :func:`plga_attention_baseline` is the older baseline that also tiles the
-  learner's weights (per-head learners; the shared form is accepted too).
 * :func:`author_decode_step` re-creates one cached decoding step of the
   author's model: keys/values kept as (B, S, H, dk) and extended with
   ``torch.cat`` (a full copy per step), G from the G-cache; the "before" side of
@@ -35,7 +33,6 @@ __all__ = [
     "author_prefill_cache",
     "look_ahead_mask",
     "plga_attention_author",
-    "plga_attention_baseline",
 ]
 
 
@@ -111,52 +108,6 @@ def plga_attention_author(
     m = look_ahead_mask(S, q.dtype, q.device) if mask is None else mask
     E = F.softmax(E + m * -1e9, dim=-1)
     return torch.matmul(E, v), G
-
-
-def plga_attention_baseline(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: HeadParams
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Causal PLGA with every weight tiled per batch element (float32/float64 only).
-
-    Parameters
-    ----------
-    q, k, v : torch.Tensor
-        (B, H, S, dk) rotated queries/keys and values.
-    params : HeadParams
-        Parameters of the H heads (same dtype/device as ``q``), either form.
-
-    Returns
-    -------
-    out : torch.Tensor
-        (B, H, S, dv).
-    G : torch.Tensor
-        (B, H, dk, dk).
-    """
-    B, _, S, dk = q.shape
-    p = params.to(q.device, q.dtype).per_head()
-    eps = p.ln_eps
-    A = torch.matmul(q.transpose(-1, -2), q)
-
-    def ln(X: torch.Tensor, g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        X = F.layer_norm(X, (dk,), eps=eps)
-        return X * _tile(g, B)[:, :, None, :] + _tile(b, B)[:, :, None, :]
-
-    A = ln(A, p.ln0_gamma, p.ln0_beta)
-    for unit in p.reslayers:
-        Y = A
-        for blk in unit.dense:
-            h1 = torch.matmul(Y, _tile(blk.W1, B)) + _tile(blk.b1, B)[:, :, None, :]
-            h2 = torch.matmul(Y, _tile(blk.W2, B)) + _tile(blk.b2, B)[:, :, None, :]
-            Y = torch.matmul(F.silu(h1) * h2, _tile(blk.W3, B)) + _tile(blk.b3, B)[:, :, None, :]
-        A = ln(A + Y, unit.ln_gamma, unit.ln_beta)
-    Z = torch.matmul(_tile(p.W, B), A) + _tile(p.b, B)
-    A_LM = Z * F.silu(Z) + p.metric_eps
-    A_P = torch.pow(A_LM, _tile(p.P, B))
-    G = torch.matmul(_tile(p.a, B), A_P) + _tile(p.b_a, B)
-    E = torch.matmul(torch.matmul(q, G), k.transpose(-1, -2)) / math.sqrt(dk)
-    mask = torch.triu(torch.ones(S, S, dtype=q.dtype, device=q.device), diagonal=1)
-    E = E + mask * -1e9
-    return torch.matmul(F.softmax(E, dim=-1), v), G
 
 
 def author_prefill_cache(cache: object) -> list[list[torch.Tensor]]:

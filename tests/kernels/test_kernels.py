@@ -23,7 +23,6 @@ import torch.nn.functional as F  # noqa: N812
 from kernel_helpers import load_g_lm, make_heads, make_qkv, rel_err
 
 import pyverify.kernels as kern
-from pyverify.kernels.baseline import plga_attention_baseline
 from pyverify.reference import PLGAParams, plga_forward, plga_forward_batched
 from pyverify.reference import apply_rope as ref_apply_rope
 from pyverify.tolerance import TOL_FLOAT32, TOL_FLOAT64, TOL_LOW_FLOOR, within_control
@@ -186,15 +185,6 @@ def test_fold_rejects_non_commuting(device):
         eye = torch.eye(128, device=device)
         G_lm = torch.tensor(load_g_lm()[0, :2], device=device)
         kern.fold_into_query_projection(eye, torch.zeros(128, device=device), G_lm)
-
-
-def test_baseline_matches(device):
-    heads = make_heads(2, 8)
-    q, k, v = (torch.tensor(x, device=device) for x in make_qkv(3, 2, 10, 8))
-    p = kern.from_reference(heads, device)
-    out, ded = kern.plga_attention(q, k, v, p, return_deductive=True)
-    ob, Gb = plga_attention_baseline(q, k, v, p)
-    assert rel_err(ob, out) <= 1e-12 and rel_err(Gb, ded.G) <= 1e-12
 
 
 def test_power_law_overflow_raises(device):
