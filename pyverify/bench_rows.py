@@ -12,7 +12,9 @@ Each function appends rows (see :func:`pyverify.bench._row`) and prints them:
   GEMM rate; target: rate >= 60 % of the GEMM rate, i.e. time ratio <= 1/0.6;
 * ``P3 decode ours/author``: one G-cached decoding step of the whole model,
   ours (KV written into preallocated buffers) / the author-style step (KV
-  extended with ``torch.cat``); target 0.7;
+  extended with ``torch.cat``); target 0.7. Beside it, the floor: the step's
+  products with every weight matrix alone / the author's step (no step that
+  reads every weight once can go below it);
 * ``Gc G-cached/SDPA``: the G-cached layer (SDPA on ``Q G``) / plain causal
   SDPA; target ``1 + 1.5 dk / S`` (the ``Q G`` product is intrinsic).
 """
@@ -151,8 +153,35 @@ def bench_p3_author(device, dtype, configs, reps, say: Say, rows, row: RowFn, ti
         o, b = timer(ours, author, device, reps=reps, max_seconds=30)
         shape = {"B": B, "context": ctx, "layers": layers, "H": H, "dk": DK}
         r = row("P3 decode ours/author", shape, dtype, device, o, b, 0.7)
+        w, b2 = timer(_weight_products(model, B), author, device, reps=reps, max_seconds=30)
+        r["weights_only_ms"] = round(w, 4)
+        r["floor_ratio"] = round(w / b2, 4)
         rows.append(r)
-        say(_line(r))
+        say(_line(r) + f"  floor {r['floor_ratio']:.3f} (weight products alone)")
+
+
+def _weight_products(model, B: int) -> Callable[[], Any]:
+    """The step's products with every weight matrix, nothing else: a floor for any step.
+
+    A decode step must read each weight once; at small B that traffic, not the
+    attention over the cache, bounds the step (both ours and the author's).
+    """
+    from pyverify.kernels.model import _linear
+
+    p = model.params
+    x = torch.randn(B, 1, p.d_model, device=p.emb.device, dtype=p.emb.dtype)
+    xf = torch.randn(B, 1, p.layers[0].ffn.W3.shape[0], device=x.device, dtype=x.dtype)
+
+    def products() -> torch.Tensor:
+        for lp in p.layers:
+            for W, bias in ((lp.Wq, lp.bq), (lp.Wk, lp.bk), (lp.Wv, lp.bv), (lp.Wo, lp.bo)):
+                _linear(x, W, bias)
+            _linear(x, lp.ffn.W1, lp.ffn.b1)
+            _linear(x, lp.ffn.W2, lp.ffn.b2)
+            _linear(xf, lp.ffn.W3, lp.ffn.b3)
+        return _linear(x, p.Wf, p.bf)
+
+    return products
 
 
 def bench_gcached(device, dtype, shapes, reps, say: Say, rows, row: RowFn, timer) -> None:

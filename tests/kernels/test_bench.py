@@ -104,3 +104,5 @@ def test_rows_against_the_author_run(monkeypatch):
     # P3: the two decode steps give the same logits
     (ol, _), (al, _) = calls[2]
     assert torch.allclose(ol, al, rtol=1e-4, atol=1e-4)
+    # P3 floor: the weight products alone, timed against the same author step
+    assert rows[2]["floor_ratio"] == 0.5 and calls[3][0].shape == (2, 1, ol.shape[-1])
