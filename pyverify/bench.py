@@ -293,9 +293,9 @@ def _run(dev, quick, out_json, say) -> dict[str, Any]:
     f32 = torch.float32
     if quick:
         p1 = [(1, 512)]
-        p2 = [(1, 256), (1, 1024)]
+        p2 = [(1, 256), (4, 256), (1, 1024)]
         learner = [1]
-        p3 = [(1, 256, 2)]
+        p3 = [(1, 256, 2), (4, 256, 2)]
         gc = [(1, 512)]
         reps = 5
     else:
