@@ -37,17 +37,7 @@ def vendored_dir() -> Path:
 
 
 def vendored_file(name: str) -> Path:
-    """Path of a vendored file, after checking its sha256.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`VENDORED`.
-
-    Returns
-    -------
-    pathlib.Path
-        The file.
+    """Path of the vendored file ``name`` (a key of :data:`VENDORED`), after checking its sha256.
 
     Raises
     ------

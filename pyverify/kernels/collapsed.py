@@ -16,9 +16,9 @@ from __future__ import annotations
 import torch
 
 from pyverify.errors import InputValueError
-from pyverify.kernels.head import Precision, sdpa_qg
+from pyverify.kernels.head import Precision, checked_sdpa_qg
 from pyverify.kernels.rope import rope_matrix
-from pyverify.kernels.validation import check_g, check_inputs_finite, check_qkv, check_tensor
+from pyverify.kernels.validation import check_inputs_finite, check_tensor
 
 __all__ = [
     "DEFAULT_COMMUTANT_TOL",
@@ -49,10 +49,12 @@ def collapsed_attention(
     G: torch.Tensor,
     *,
     causal: bool = True,
-    precision: Precision = "rounded",
     check_finite: bool = True,
+    precision: Precision = "rounded",
 ) -> torch.Tensor:
     """Generalised SDPA with a constant operator: ``SDPA(Q_rot G, K_rot, V)``.
+
+    :func:`pyverify.kernels.head.attend` with the fast precision by default.
 
     Parameters
     ----------
@@ -62,34 +64,35 @@ def collapsed_attention(
         (B, H, S_k, dv).
     G : torch.Tensor
         (dk, dk), (H, dk, dk) or (B, H, dk, dk), multiplying rotated query
-        rows from the right. For bfloat16/float16, ``Q G`` is formed in float32
-        and rounded once (``precision="rounded"``).
+        rows from the right.
     causal : bool, default True
         Causal mask (``is_causal=True`` when ``S_q == S_k``; bottom-right
         aligned otherwise).
-    precision : {"rounded", "compensated"}, default "rounded"
-        bfloat16/float16 only. "rounded" is the fast path: exactly one SDPA call
-        of the same shape as plain attention (the speed target of the collapsed
-        mode), with the extra error of rounding ``Q G``. "compensated" keeps the
-        error at plain SDPA's level at twice the ``Q K^T`` cost; see
-        :func:`pyverify.kernels.head.sdpa_qg`.
     check_finite : bool, default True
         Raise ``ValueError`` naming ``q_rot``, ``k_rot``, ``v`` or ``G`` if it holds
-        inf/NaN (one host synchronisation); False skips the check. Measured on a loaded
-        1-thread CPU: 4-13% of the call at (B, H, S, dk) = (2, 8, 512, 64); on
-        sub-millisecond calls the check's fixed cost can double the time.
+        inf/NaN; False skips the check (its cost: see ``attend``).
+    precision : {"rounded", "compensated"}, default "rounded"
+        bfloat16/float16 only. "rounded" is the fast path: ``Q G`` formed in
+        float32 and rounded once, then exactly one SDPA call of the same shape as
+        plain attention (the speed target of the collapsed mode), with the extra
+        error of rounding ``Q G``. "compensated" keeps the error at plain SDPA's
+        level at twice the ``Q K^T`` cost; see :func:`pyverify.kernels.head.sdpa_qg`.
 
     Returns
     -------
     torch.Tensor
         (B, H, S_q, dv) in ``q_rot``'s dtype.
     """
-    q_rot, k_rot, v = check_qkv(q_rot, k_rot, v, causal=causal)
-    B, H, _, dk = q_rot.shape
-    G4 = check_g(G, "G", B=B, H=H, dk=dk, like=q_rot)
-    if check_finite:
-        check_inputs_finite(("q_rot", q_rot), ("k_rot", k_rot), ("v", v), ("G", G4))
-    return sdpa_qg(q_rot, k_rot, v, G4, causal=causal, precision=precision)
+    return checked_sdpa_qg(
+        ("q_rot", "k_rot"),
+        q_rot,
+        k_rot,
+        v,
+        G,
+        causal=causal,
+        check_finite=check_finite,
+        precision=precision,
+    )
 
 
 def project_to_rope_commutant(G: torch.Tensor) -> torch.Tensor:

@@ -325,7 +325,9 @@ def sdpa_qg(
 ) -> torch.Tensor:
     """``softmax(Q G K^T / sqrt(dk) + mask) V`` with one SDPA call (no shape checks).
 
-    float32/float64: SDPA on ``Q G``. bfloat16/float16, two precisions:
+    Arguments and result as in :func:`attend`, except that ``G`` must already be
+    4-D, broadcastable to (B, H, dk, dk). float32/float64: SDPA on ``Q G``.
+    bfloat16/float16, two precisions:
 
     * ``"rounded"``: ``Q G`` is formed in float32 and rounded once to the input
       dtype. Fastest (same SDPA call as plain attention), but the rounding of
@@ -337,22 +339,6 @@ def sdpa_qg(
       (head dim 2 dk for queries/keys, explicit ``scale = 1/sqrt(dk)``), so the
       scores carry ~16 significant bits before the (float32) softmax: the error
       matches plain SDPA's at the same dtype. Costs twice the ``Q K^T`` work.
-
-    Parameters
-    ----------
-    q, k, v : torch.Tensor
-        (B, H, S_q, dk), (B, H, S_k, dk), (B, H, S_k, dv).
-    G : torch.Tensor
-        4-D, broadcastable to (B, H, dk, dk).
-    causal : bool, default True
-        Causal mask (bottom-right aligned when ``S_q < S_k``).
-    precision : {"compensated", "rounded"}, default "compensated"
-        Only used for bfloat16/float16 (see above).
-
-    Returns
-    -------
-    torch.Tensor
-        (B, H, S_q, dv) in ``q``'s dtype.
     """
     if precision not in _PRECISIONS:
         raise InputValueError(f"precision must be one of {_PRECISIONS}; got {precision!r}")
@@ -362,13 +348,8 @@ def sdpa_qg(
     hi, lo = split_query_product(q, G)
     if q.dtype == torch.float16:
         check_finite(hi, "Q G")
-    return sdpa(
-        torch.cat((hi, lo), dim=-1),
-        torch.cat((k, k), dim=-1),
-        v,
-        causal=causal,
-        scale=dk**-0.5,
-    )
+    qg2, k2 = torch.cat((hi, lo), dim=-1), torch.cat((k, k), dim=-1)
+    return sdpa(qg2, k2, v, causal=causal, scale=dk**-0.5)
 
 
 def attend(
@@ -378,8 +359,8 @@ def attend(
     G: torch.Tensor,
     *,
     causal: bool = True,
-    precision: Precision = "compensated",
     check_finite: bool = True,
+    precision: Precision = "compensated",
 ) -> torch.Tensor:
     """Compute steps 7-8: ``softmax(Q G K^T / sqrt(dk) + mask) V`` via SDPA on ``Q G``.
 
@@ -391,24 +372,41 @@ def attend(
         (dk, dk), (H, dk, dk) or (B, H, dk, dk).
     causal : bool, default True
         Causal mask (bottom-right aligned when ``S_q < S_k``).
-    precision : {"compensated", "rounded"}, default "compensated"
-        bfloat16/float16 only; see :func:`sdpa_qg`.
     check_finite : bool, default True
         Raise ``ValueError`` naming ``q``, ``k``, ``v`` or ``G`` if it holds inf/NaN
         (one host synchronisation); False skips the check. Measured on a loaded
         1-thread CPU: 4-13% of the call at (B, H, S, dk) = (2, 8, 512, 64); on
         sub-millisecond calls the check's fixed cost can double the time.
+    precision : {"compensated", "rounded"}, default "compensated"
+        bfloat16/float16 only; see :func:`sdpa_qg`.
 
     Returns
     -------
     torch.Tensor
         (B, H, S_q, dv) in ``q``'s dtype.
     """
+    return checked_sdpa_qg(
+        ("q", "k"), q, k, v, G, causal=causal, check_finite=check_finite, precision=precision
+    )
+
+
+def checked_sdpa_qg(
+    names: tuple[str, str],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    G: torch.Tensor,
+    *,
+    causal: bool,
+    check_finite: bool,
+    precision: Precision,
+) -> torch.Tensor:
+    """Check ``q, k, v, G`` (errors call ``q``, ``k`` by ``names``), then :func:`sdpa_qg`."""
     q, k, v = check_qkv(q, k, v, causal=causal)
     B, H, _, dk = q.shape
     G4 = check_g(G, "G", B=B, H=H, dk=dk, like=q)
     if check_finite:
-        check_inputs_finite(("q", q), ("k", k), ("v", v), ("G", G4))
+        check_inputs_finite((names[0], q), (names[1], k), ("v", v), ("G", G4))
     return sdpa_qg(q, k, v, G4, causal=causal, precision=precision)
 
 

@@ -233,35 +233,24 @@ class HeadParams:
     def head(self, h: int) -> HeadParams:
         """Return the parameters of head ``h`` alone (H = 1; a shared learner is kept)."""
         sl = slice(h, h + 1)
-        if self.shared_learner:
-            return replace(
-                self,
-                W=self.W[sl],
-                b=self.b[sl],
-                P=self.P[sl],
-                a=self.a[sl],
-                b_a=self.b_a[sl],
-                _cache={},
+        new = {name: getattr(self, name)[sl] for name in ("W", "b", "P", "a", "b_a")}
+        if not self.shared_learner:
+            new.update(
+                ln0_gamma=self.ln0_gamma[sl],
+                ln0_beta=self.ln0_beta[sl],
+                reslayers=[
+                    UnitParams(
+                        [
+                            SwiGLUParams(*(getattr(d, f.name)[sl] for f in fields(d)))
+                            for d in u.dense
+                        ],
+                        u.ln_gamma[sl],
+                        u.ln_beta[sl],
+                    )
+                    for u in self.reslayers
+                ],
             )
-        return replace(
-            self,
-            ln0_gamma=self.ln0_gamma[sl],
-            ln0_beta=self.ln0_beta[sl],
-            reslayers=[
-                UnitParams(
-                    [SwiGLUParams(*(getattr(d, f.name)[sl] for f in fields(d))) for d in u.dense],
-                    u.ln_gamma[sl],
-                    u.ln_beta[sl],
-                )
-                for u in self.reslayers
-            ],
-            W=self.W[sl],
-            b=self.b[sl],
-            P=self.P[sl],
-            a=self.a[sl],
-            b_a=self.b_a[sl],
-            _cache={},
-        )
+        return replace(self, **new, _cache={})
 
 
 def _stack(arrs: Sequence[Any], device, dtype) -> torch.Tensor:

@@ -215,29 +215,11 @@ def check_g(G: object, name: str, *, B: int, H: int, dk: int, like: torch.Tensor
 
 
 def check_finite(x: torch.Tensor, stage: str, *, power_law: bool = True) -> torch.Tensor:
-    """Raise if ``x`` has an inf/NaN entry; otherwise return ``x``.
+    """Return the stage result ``x``, or raise :class:`NonFiniteStageError` naming ``stage``.
 
-    Costs one device synchronisation on GPU (a reduction read back to the host).
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        A stage's result.
-    stage : str
-        The stage's name, reported in the error.
-    power_law : bool, default True
-        Raise :class:`PowerLawOverflowError` (power law or later) instead of the
-        base :class:`NonFiniteStageError`.
-
-    Returns
-    -------
-    torch.Tensor
-        ``x`` unchanged.
-
-    Raises
-    ------
-    NonFiniteStageError
-        If any entry is inf/NaN.
+    Raises the subclass :class:`PowerLawOverflowError` when ``power_law`` (the
+    power law or a later stage). Costs one device synchronisation on GPU (a
+    reduction read back to the host).
     """
     finite = torch.isfinite(x)
     if not bool(finite.all()):

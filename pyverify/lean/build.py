@@ -133,22 +133,17 @@ def _display(prefix: str, rel: str) -> str:
     return f"{prefix}/{rel}" if prefix else rel
 
 
-def build_wasm(
+def _build_per_module(
     project: Path,
     tc: WasmToolchain,
-    jobs: int | None = None,
-    progress: Progress | None = None,
-    lib: str = "Pldr",
+    modules: dict[str, Module],
+    order: list[str],
+    jobs: int | None,
+    say: Progress,
+    t0: float,
 ) -> BuildResult:
-    """Build ``project`` with the WebAssembly toolchain; see the module docstring."""
-    t0 = time.monotonic()
-    say = progress or (lambda _msg: None)
-    modules = load_package(project, lib)
-    order = topo_order(modules)
+    """Compile module by module with the WebAssembly toolchain; see the module docstring."""
     keys = module_keys(modules, salt=tc.version())
-    refused = _config_refused(project, modules, order, tc, t0)
-    if refused is not None:
-        return refused
     stage = stage_dir(tc, project)
     check_visible(stage, "staging folder")
     src, build = stage / "src", stage / "build"
@@ -261,17 +256,16 @@ def parse_lake_output(text: str) -> list[Diagnostic]:
     return diagnostics
 
 
-def build_native(
-    project: Path, tc: NativeToolchain, progress: Progress | None = None, lib: str = "Pldr"
+def _build_with_lake(
+    project: Path,
+    tc: NativeToolchain,
+    lib: str,
+    modules: dict[str, Module],
+    order: list[str],
+    say: Progress,
+    t0: float,
 ) -> BuildResult:
     """Build with ``lake build``; audit sources, the compiled constants and ``#print axioms``."""
-    t0 = time.monotonic()
-    say = progress or (lambda _msg: None)
-    modules = load_package(project, lib)
-    order = topo_order(modules)
-    refused = _config_refused(project, modules, order, tc, t0)
-    if refused is not None:
-        return refused
     results = []
     for name in order:
         mod = modules[name]
@@ -360,9 +354,16 @@ def build(
     lib: str = "Pldr",
 ) -> BuildResult:
     """Build and audit ``project`` with whichever toolchain ``tc`` is."""
+    t0 = time.monotonic()
+    say = progress or (lambda _msg: None)
+    modules = load_package(project, lib)
+    order = topo_order(modules)
+    refused = _config_refused(project, modules, order, tc, t0)
+    if refused is not None:
+        return refused
     if tc.builds_per_module:
-        return build_wasm(project, tc, jobs, progress, lib)  # type: ignore[arg-type]
-    return build_native(project, tc, progress, lib)  # type: ignore[arg-type]
+        return _build_per_module(project, tc, modules, order, jobs, say, t0)  # type: ignore[arg-type]
+    return _build_with_lake(project, tc, lib, modules, order, say, t0)  # type: ignore[arg-type]
 
 
 def clean(project: Path, tc: Toolchain) -> None:

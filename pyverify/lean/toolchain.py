@@ -159,6 +159,12 @@ class Toolchain:
         timeout: float = 3600.0,
     ) -> LeanRun:
         """Run ``lean ARGS`` in ``cwd`` with ``LEAN_PATH`` extended by ``lean_path``."""
+        command, search_path = self.lean_command(cwd, lean_path)
+        env = {**os.environ, "LEAN_PATH": search_path}
+        return run_process([*command, *args], cwd, env, timeout)
+
+    def lean_command(self, cwd: Path, lean_path: Sequence[Path]) -> tuple[list[str], str]:
+        """The command that runs ``lean`` in ``cwd``, and its ``LEAN_PATH``."""
         raise NotImplementedError
 
     def max_jobs(self) -> int:
@@ -230,18 +236,11 @@ class WasmToolchain(Toolchain):
         (stage / "src" / f"{stem}.lean").write_text(text, encoding="utf-8")
         return self.run_lean([*args, f"{stem}.lean"], stage / "src", [stage / "build"])
 
-    def run_lean(
-        self,
-        args: Sequence[str],
-        cwd: Path,
-        lean_path: Sequence[Path],
-        timeout: float = 3600.0,
-    ) -> LeanRun:
-        """Run the WebAssembly ``lean`` (all paths must be under /tmp or /home)."""
+    def lean_command(self, cwd: Path, lean_path: Sequence[Path]) -> tuple[list[str], str]:
+        """Node on the WebAssembly ``lean`` (all paths must be under /tmp or /home)."""
         check_visible(cwd, "working directory")
-        env = dict(os.environ)
-        env["LEAN_PATH"] = os.pathsep.join(str(p) for p in [self.lib, *lean_path])
-        return run_process([str(self.node), str(self.lean_js), *args], cwd, env, timeout)
+        search = os.pathsep.join(str(p) for p in [self.lib, *lean_path])
+        return [str(self.node), str(self.lean_js)], search
 
     def max_jobs(self) -> int:
         """One job per core, and no more than memory allows (~3.6 GB each)."""
@@ -272,18 +271,11 @@ class NativeToolchain(Toolchain):
         out = subprocess.run([self.lean, "--version"], capture_output=True, text=True, check=False)
         return out.stdout.strip() or "native lean (version unknown)"
 
-    def run_lean(
-        self,
-        args: Sequence[str],
-        cwd: Path,
-        lean_path: Sequence[Path],
-        timeout: float = 3600.0,
-    ) -> LeanRun:
-        """Run native ``lean`` with ``LEAN_PATH`` extended by ``lean_path``."""
-        env = dict(os.environ)
+    def lean_command(self, cwd: Path, lean_path: Sequence[Path]) -> tuple[list[str], str]:
+        """Native ``lean``; ``lean_path`` before the inherited ``LEAN_PATH``."""
         extra = os.pathsep.join(str(p) for p in lean_path)
-        env["LEAN_PATH"] = extra + (os.pathsep + env["LEAN_PATH"] if env.get("LEAN_PATH") else "")
-        return run_process([self.lean, *args], cwd, env, timeout)
+        inherited = os.environ.get("LEAN_PATH")
+        return [self.lean], extra + (os.pathsep + inherited if inherited else "")
 
     def cache_dir(self, project: Path) -> Path:
         """``<project>/.lake/pyverify``."""

@@ -3,6 +3,10 @@
 Part of :mod:`pyverify.reference.mp` (which re-exports every public function
 here; read its docstring for precision and cost). Independent of the float64
 head: nothing here imports it or calls NumPy arithmetic.
+
+Stage functions accept matrices in any form :func:`to_mat` takes, return lists
+of rows of ``mpf`` (``Mat``), and take the working mpmath context ``ctx`` last
+(default ``mpmath.mp``).
 """
 
 from __future__ import annotations
@@ -185,20 +189,7 @@ def iswiglu(x: Any, ctx: Any = None) -> Any:
 
 # --------------------------------------------------------------------------- steps 1-3
 def density(q: Any, ctx: Any = None) -> Mat:
-    """Step 1: ``D = Q^T Q``.
-
-    Parameters
-    ----------
-    q : matrix-like, shape (S, dk)
-        Rotated queries.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (dk, dk)
-        ``D``.
-    """
+    """Step 1: ``D = Q^T Q`` (dk, dk) of the rotated queries ``q`` (S, dk)."""
     ctx = _ctx(ctx)
     cols = _T(_mat(q, ctx))  # dk columns of length S
     dk = len(cols)
@@ -229,13 +220,6 @@ def layer_norm_rows(X: Any, gamma: Any, beta: Any, eps: Any, ctx: Any = None) ->
         Scale and shift (float64 arrays or sequences of mpf).
     eps : float or mpf
         Variance epsilon (converted exactly).
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (m, n)
-        The normalised rows.
     """
     ctx = _ctx(ctx)
     g = _vec(gamma, ctx) if isinstance(gamma, np.ndarray) else [ctx.mpf(e) for e in gamma]
@@ -245,7 +229,7 @@ def layer_norm_rows(X: Any, gamma: Any, beta: Any, eps: Any, ctx: Any = None) ->
 
 
 def swiglu(X: Any, block: SwiGLUBlock, ctx: Any = None) -> Mat:
-    """One SwiGLU block on rows: ``(silu(X @ W1 + b1) * (X @ W2 + b2)) @ W3 + b3``.
+    """One SwiGLU block on rows: ``(silu(X @ W1 + b1) * (X @ W2 + b2)) @ W3 + b3`` (m, d_out).
 
     Parameters
     ----------
@@ -253,13 +237,6 @@ def swiglu(X: Any, block: SwiGLUBlock, ctx: Any = None) -> Mat:
         Rows.
     block : SwiGLUBlock
         Weights (float64, converted exactly).
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (m, d_out)
-        The block's output.
     """
     ctx = _ctx(ctx)
     X = _mat(X, ctx)
@@ -285,13 +262,6 @@ def res_unit(X: Any, unit: ResUnit, eps: Any, ctx: Any = None) -> Mat:
         The unit.
     eps : float or mpf
         LayerNorm epsilon.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (dk, dk)
-        The unit's output.
     """
     ctx = _ctx(ctx)
     X = _mat(X, ctx)
@@ -313,13 +283,6 @@ def metric_learner(A0: Any, reslayers: Sequence[ResUnit], eps: Any, ctx: Any = N
         The residual units (may be empty).
     eps : float or mpf
         LayerNorm epsilon.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (dk, dk)
-        ``A``.
     """
     ctx = _ctx(ctx)
     A = _mat(A0, ctx)
@@ -340,13 +303,6 @@ def metric_tensor(A: Any, W: Any, b: Any, eps: Any, ctx: Any = None) -> Mat:
         Learned weight and bias.
     eps : float or mpf
         Positive epsilon.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (dk, dk)
-        ``A_LM``.
     """
     ctx = _ctx(ctx)
     e = ctx.mpf(eps)
@@ -366,13 +322,6 @@ def power_law(A_LM: Any, P: Any, ctx: Any = None) -> Mat:
         Metric tensor (entrywise > 0).
     P : matrix-like, shape (dk, dk)
         Powers.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (dk, dk)
-        ``A_P``.
 
     Raises
     ------
@@ -398,13 +347,6 @@ def energy_curvature(A_P: Any, a: Any, b_a: Any, ctx: Any = None) -> Mat:
         Potential tensor.
     a, b_a : matrix-like, shape (dk, dk)
         Coupling coefficients and bias.
-    ctx : mpmath context, optional
-        Working context.
-
-    Returns
-    -------
-    list of list of mpf, shape (dk, dk)
-        ``G``.
     """
     ctx = _ctx(ctx)
     aA = _matmul(_mat(a, ctx), _mat(A_P, ctx), ctx)

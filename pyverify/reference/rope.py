@@ -10,6 +10,8 @@ frequency ``theta_p = base^(-2p/dk)`` (``base = 10000``), as torchtune's
     y[2p+1] = x[2p] sin(n theta_p) + x[2p+1] cos(n theta_p)
 
 Positions may be offset (decoding: the new token at position ``S_cache``).
+Throughout, ``dk`` is the head dimension (a positive even integer) and ``base``
+the RoPE base (default :data:`ROPE_BASE`).
 """
 
 from __future__ import annotations
@@ -44,25 +46,7 @@ def _check_base(base: float) -> float:
 
 
 def rope_thetas(dk: int, base: float = ROPE_BASE) -> Array:
-    """Plane frequencies ``theta_p = base^(-2p/dk)``.
-
-    Parameters
-    ----------
-    dk : int
-        Head dimension (even).
-    base : float, default 10000
-        RoPE base.
-
-    Returns
-    -------
-    numpy.ndarray, shape (dk // 2,)
-        ``theta_p`` for ``p = 0 .. dk/2 - 1``.
-
-    Raises
-    ------
-    ValueError
-        If ``dk`` is not a positive even integer.
-    """
+    """Plane frequencies ``theta_p = base^(-2p/dk)``, ``p = 0 .. dk/2 - 1``: shape (dk // 2,)."""
     dk = check_positive_int(dk, "dk", even=True)
     base = _check_base(base)
     return base ** (-np.arange(0, dk, 2, dtype=np.float64) / dk)
@@ -80,61 +64,22 @@ def _positions(positions: ArrayLike | None, n: int, offset: int) -> Array:
 
 
 def rope_angles(positions: ArrayLike, dk: int, base: float = ROPE_BASE) -> Array:
-    """Angles ``n * theta_p`` for each position ``n`` and plane ``p``.
-
-    Parameters
-    ----------
-    positions : array_like, shape (S,)
-        Positions (integers, or any real numbers).
-    dk : int
-        Head dimension (even).
-    base : float, default 10000
-        RoPE base.
-
-    Returns
-    -------
-    numpy.ndarray, shape (S, dk // 2)
-        The angles.
-    """
+    """Angles ``n * theta_p`` (S, dk // 2) for ``positions`` (S,) (any reals) and planes ``p``."""
     pos = as_float_array(np.atleast_1d(positions), "positions", ndim=1)
     return pos[:, None] * rope_thetas(dk, base)[None, :]
 
 
 def rot2(angle: float) -> Array:
-    """The 2 x 2 rotation ``[[cos a, -sin a], [sin a, cos a]]``.
-
-    Parameters
-    ----------
-    angle : float
-        Angle in radians.
-
-    Returns
-    -------
-    numpy.ndarray, shape (2, 2)
-        The rotation matrix.
-    """
+    """The 2 x 2 rotation ``[[cos a, -sin a], [sin a, cos a]]`` by ``angle`` (radians)."""
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, -s], [s, c]], dtype=np.float64)
 
 
 def rotation_matrix(n: float, dk: int, base: float = ROPE_BASE) -> Array:
-    """Block-diagonal ``R_n`` with blocks ``rot(n theta_p)`` on planes ``(2p, 2p+1)``.
+    """Block-diagonal ``R_n`` (dk, dk) with blocks ``rot(n theta_p)`` on planes ``(2p, 2p+1)``.
 
-    The rotated row is ``x @ R_n.T`` (equivalently ``R_n @ x`` for a column).
-
-    Parameters
-    ----------
-    n : float
-        Position (any real; integers in the model).
-    dk : int
-        Head dimension (even).
-    base : float, default 10000
-        RoPE base.
-
-    Returns
-    -------
-    numpy.ndarray, shape (dk, dk)
-        ``R_n`` (orthogonal, ``R_m R_n = R_{m+n}``).
+    ``n`` is any real position (integers in the model). ``R_n`` is orthogonal with
+    ``R_m R_n = R_{m+n}``; the rotated row is ``x @ R_n.T`` (``R_n @ x`` for a column).
     """
     if isinstance(n, bool) or not isinstance(n, int | float | np.integer | np.floating):
         raise InputTypeError(f"n must be a real number; got {type(n).__name__}")
@@ -164,8 +109,6 @@ def apply_rope(
         Position of each row; default ``offset + arange(S)``.
     offset : int, default 0
         First position when ``positions`` is not given (decoding).
-    base : float, default 10000
-        RoPE base.
 
     Returns
     -------
@@ -183,7 +126,7 @@ def apply_rope(
     S, dk = x.shape[-2], x.shape[-1]
     check_positive_int(dk, "dk (last axis of x)", even=True)
     pos = _positions(positions, S, offset)
-    ang = pos[:, None] * rope_thetas(dk, base)[None, :]  # (S, dk/2)
+    ang = rope_angles(pos, dk, base)  # (S, dk/2)
     c, s = np.cos(ang), np.sin(ang)
     x0, x1 = x[..., 0::2], x[..., 1::2]
     out = np.empty_like(x)

@@ -33,15 +33,8 @@ __all__ = [
 Progress = Callable[[str], None]
 
 #: The property-test run (plus ``--pyverify-results FILE``), from the repository root.
-PROPERTY_TESTS_ARGS: tuple[str, ...] = (
-    "-m",
-    "pytest",
-    "property_tests",
-    "-q",
-    "-n",
-    "2",
-    "-p",
-    "no:cacheprovider",
+PROPERTY_TESTS_ARGS: tuple[str, ...] = tuple(
+    "-m pytest property_tests -q -n 2 -p no:cacheprovider".split()
 )
 
 

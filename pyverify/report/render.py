@@ -78,13 +78,18 @@ def _theorem_section(data: dict[str, Any], repo_rel: str) -> list[str]:
     return lines
 
 
+def _not_done(lines: list[str], part: dict[str, Any], option: str, failed: bool) -> list[str]:
+    """The whole section of a ``part`` skipped by ``option``, or failed without results; else []."""
+    if part.get("status") == "skipped":
+        return [*lines, f"Not run (`{option}`).", ""]
+    return [*lines, f"**Error**: {part.get('error')}", ""] if failed else []
+
+
 def _lean_section(lean: dict[str, Any]) -> list[str]:
     lines = ["## Lean build", ""]
     st = lean.get("status")
-    if st == "skipped":
-        return [*lines, "Not run (`--no-lean`).", ""]
-    if st == "error" and not lean.get("modules"):
-        return [*lines, f"**Error**: {lean.get('error')}", ""]
+    if short := _not_done(lines, lean, "--no-lean", st == "error" and not lean.get("modules")):
+        return short
     mods = lean.get("modules") or []
     ok = sum(1 for m in mods if m["status"] in ("ok", "built", "cached"))
     lines.append(
@@ -112,11 +117,9 @@ def _lean_section(lean: dict[str, Any]) -> list[str]:
 def _tests_section(tests: dict[str, Any]) -> list[str]:
     lines = ["## Property tests", ""]
     st = tests.get("status")
-    if st == "skipped":
-        return [*lines, "Not run (`--no-tests`).", ""]
     agg = tests.get("aggregate")
-    if not agg:
-        return [*lines, f"**Error**: {tests.get('error')}", ""]
+    if short := _not_done(lines, tests, "--no-tests", not agg):
+        return short
     tot = agg["totals"]
     lines.append(
         f"Status **{st}**: {tot['passed']} passed, {tot['failed']} failed, {tot['error']} errors, "
@@ -147,6 +150,12 @@ def _tests_section(tests: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _error_cells(row: dict[str, Any], *more: str) -> list[str]:
+    """A cross-check row's max and median relative error, tolerance, ``more``, pass/FAIL."""
+    verdict = "pass" if row["passed"] else "**FAIL**"
+    return [_e(row["max_rel"]), _e(row["median_rel"]), _e(row["tolerance"]), *more, verdict]
+
+
 def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
     lines = ["## Cross-check", ""]
     if cc.get("status") == "error" and not cc.get("rows"):
@@ -160,67 +169,20 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         "Tolerances and their derivation: `pyverify/tolerance.py`."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
-    rows = [
-        [
-            s["dtype"],
-            s["path"],
-            s["stage"],
-            str(s["cases"]),
-            _e(s["max_rel"]),
-            _e(s["median_rel"]),
-            _e(s["tolerance"]),
-            _g(s.get("worst_ratio"), ".2f"),
-            "pass" if s["passed"] else "**FAIL**",
-        ]
-        for s in cc["summary"]
-    ]
-    lines += _table(
-        [
-            "dtype",
-            "path",
-            "stage",
-            "cases",
-            "max rel. error",
-            "median",
-            "its tolerance",
-            "worst error/tol.",
-            "result",
-        ],
-        rows,
-    )
+    rows = []
+    for s in cc["summary"]:
+        ratio = _g(s.get("worst_ratio"), ".2f")
+        rows.append([s["dtype"], s["path"], s["stage"], str(s["cases"]), *_error_cells(s, ratio)])
+    header = ["dtype", "path", "stage", "cases", "max rel. error", "median", "its tolerance"]
+    lines += _table([*header, "worst error/tol.", "result"], rows)
     lines += ["", "<details><summary>every comparison</summary>", ""]
-    full = [
-        [
-            r["case"],
-            r["path"],
-            r["against"],
-            "x".join(map(str, r["shape"])),
-            r["device"],
-            r["dtype"],
-            r["stage"],
-            _e(r["max_rel"]),
-            _e(r["median_rel"]),
-            _e(r["tolerance"]),
-            "pass" if r["passed"] else "**FAIL**",
-        ]
-        for r in cc["rows"]
-    ]
-    lines += _table(
-        [
-            "case",
-            "path",
-            "against",
-            "BxHxSxdk",
-            "device",
-            "dtype",
-            "stage",
-            "max",
-            "median",
-            "tol",
-            "result",
-        ],
-        full,
-    )
+    full = []
+    for r in cc["rows"]:
+        shape = "x".join(map(str, r["shape"]))
+        where = [r["case"], r["path"], r["against"], shape, r["device"], r["dtype"], r["stage"]]
+        full.append([*where, *_error_cells(r)])
+    header = ["case", "path", "against", "BxHxSxdk", "device", "dtype", "stage"]
+    lines += _table([*header, "max", "median", "tol", "result"], full)
     lines += ["", "</details>", ""]
     bad = [r for r in cc["rows"] if not r["passed"] and r.get("note")]
     for r in bad:

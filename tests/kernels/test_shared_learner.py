@@ -63,9 +63,11 @@ def test_shared_equals_per_head_and_reference(device, dtype):
             assert rel_err(ded_s.G[b, h], rd.G) <= tol
 
 
-def test_head_slice_keeps_shared_learner():
-    heads = shared_heads()
-    ps = kern.from_reference(heads)
+@pytest.mark.parametrize("shared", [True, False])
+def test_head_slice_matches_the_full_layer(shared):
+    """``head(h)`` of either form computes head h of the full layer."""
+    ps = kern.from_reference(shared_heads() if shared else make_heads(3, 8))
+    assert ps.shared_learner is shared
     q, k, v = (torch.tensor(x) for x in make_qkv(1, 3, 6, 8, seed=2))
     full = kern.plga_attention(q, k, v, ps)
     one = kern.plga_attention(q[:, 1:2], k[:, 1:2], v[:, 1:2], ps.head(1))
