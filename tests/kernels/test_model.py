@@ -128,7 +128,7 @@ def test_model_weights_are_output_major(device, ref):
 
 
 def test_decode_step_reports_non_finite_logits(device, ref):
-    """The step skips per-layer checks of the whole cache; an inf there still surfaces, named."""
+    """The step checks its own rows and its logits (not the whole cache per layer)."""
     from pyverify.errors import NonFiniteStageError
 
     m = from_reference(ref, device)
@@ -136,4 +136,17 @@ def test_decode_step_reports_non_finite_logits(device, ref):
     _, cache = m.prefill(toks[:, :5])
     cache.layers[1].v[0, 0, 2, 0] = float("inf")
     with pytest.raises(NonFiniteStageError, match="logits"):
+        m.decode_step(toks[:, 5], cache)
+
+
+def test_decode_step_checks_its_new_rows(device, ref):
+    """A new row that overflows is named (torch's CPU SDPA would turn its NaN scores
+    into zero outputs, so the logits alone could not show it)."""
+    from pyverify.errors import NonFiniteStageError
+
+    m = from_reference(ref, device)
+    toks = torch.tensor(TOKS, device=device)
+    _, cache = m.prefill(toks[:, :5])
+    m.params.layers[1].bk[0] = float("inf")  # the parameters were checked at build time
+    with pytest.raises(NonFiniteStageError, match=r"layer 1 k"):
         m.decode_step(toks[:, 5], cache)
