@@ -169,6 +169,7 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
                 f"{r['ratio']:.3f}",
                 f"{r['target']:.3f}",
                 "yes" if r["meets_target"] else "**no**",
+                _row_note(r),
             ]
         )
     lines += table(
@@ -182,8 +183,20 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
             "ratio",
             "target",
             "meets",
+            "beside it",
         ],
         rows,
     )
     lines.append("")
     return lines
+
+
+def _row_note(r: dict[str, Any]) -> str:
+    """The figures a row carries beside its ratio (memory, FLOP rates, the P3 floor)."""
+    if "ours_peak_mib" in r:
+        return f"peak MiB {r['ours_peak_mib']:.1f} vs {r['baseline_peak_mib']:.1f}"
+    if "learner_gflops" in r:
+        return f"GFLOP/s {r['learner_gflops']:.1f} vs GEMM {r['gemm_gflops']:.1f}"
+    if "floor_ratio" in r:
+        return f"floor {r['floor_ratio']:.3f} (weight products alone)"
+    return ""

@@ -72,3 +72,12 @@ def test_settle_load_gives_up_after_the_timeout(monkeypatch):
     last = settle_load(print, load=lambda: 3.0, sleep=slept.append, poll=5, timeout=20)
     assert last == 3.0 and sum(slept) == 20  # still loaded: the policy decides
     assert settle_load(print, load=lambda: 0.2, sleep=slept.append) == 0.2 and sum(slept) == 20
+
+
+def test_bench_table_shows_what_a_row_carries_beside_its_ratio():
+    from pyverify.report.bench_load import _row_note
+
+    assert _row_note({"ours_peak_mib": 3.0, "baseline_peak_mib": 11.8}) == "peak MiB 3.0 vs 11.8"
+    assert _row_note({"learner_gflops": 55.76, "gemm_gflops": 85.28}) == "GFLOP/s 55.8 vs GEMM 85.3"
+    assert _row_note({"floor_ratio": 0.71}) == "floor 0.710 (weight products alone)"
+    assert _row_note({}) == ""
