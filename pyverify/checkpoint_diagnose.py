@@ -26,17 +26,16 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from pyverify.errors import InputValueError
+from pyverify.output import Progress
 
 __all__ = ["read_tokens", "run_checkpoint_diagnose"]
 
-Progress = Callable[[str], None]
 _TENSORS = ("A", "A_LM", "A_P", "G")
 
 

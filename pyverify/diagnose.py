@@ -39,7 +39,6 @@ cached model equal the recomputing one; the logits' gap is reported too).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,7 @@ from pyverify.model_figures import (
     invariance_error,
     order_parameter,
 )
-from pyverify.output import table
+from pyverify.output import Progress, table
 
 __all__ = [
     "ABSORB_TOL",
@@ -69,8 +68,6 @@ __all__ = [
     "run_diagnose",
     "run_model_diagnose",
 ]
-
-Progress = Callable[[str], None]
 
 
 def run_diagnose(path_or_name: str | os.PathLike[str], progress: Progress | None = None) -> dict:

@@ -10,13 +10,14 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pyverify.errors import OutputPathError
 
 __all__ = [
+    "Progress",
     "check_output_dir",
     "check_output_file",
     "json_array",
@@ -26,6 +27,10 @@ __all__ = [
     "write_json",
     "write_text",
 ]
+
+
+#: A progress callback: called with one line of text per step of a slow command.
+Progress = Callable[[str], None]
 
 
 def progress(msg: str) -> None:

@@ -21,12 +21,12 @@ from pyverify.crosscheck.cases import (
 from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
 from pyverify.crosscheck.results import CrosscheckResult, CrosscheckRow
 from pyverify.errors import InputValueError
+from pyverify.output import Progress
 from pyverify.precision import TORCH_DTYPES, compute_dtype
 from pyverify.tolerance import MPMATH_DPS, TOL_FLOAT64, output_tolerances, stage_tolerances
 
 __all__ = ["run_case", "run_crosscheck"]
 
-Progress = Callable[[str], None]
 
 # Metric-learner sizes of the random heads (as the kernel tests).
 _A_DFF, _N_RES, _N_DENSE = 12, 2, 2

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,8 +32,8 @@ from pyverify.lean.messages import Diagnostic, parse_json_output
 from pyverify.lean.project import Module, load_package, local_imports, module_keys, topo_order
 from pyverify.lean.sources import parse_theorems
 from pyverify.lean.toolchain import NativeToolchain, Toolchain, WasmToolchain, check_visible
+from pyverify.output import Progress
 
-Progress = Callable[[str], None]
 OUTPUT_SUFFIXES = (".olean", ".olean.private", ".olean.server", ".ir", ".key")
 
 

@@ -31,7 +31,6 @@ from pyverify.lean.toolchain import (
     WASM_LEAN_VERSION,
     NativeToolchain,
     NpmPin,
-    Progress,
     Toolchain,
     ToolchainError,
     WasmToolchain,
@@ -39,6 +38,7 @@ from pyverify.lean.toolchain import (
     check_visible,
     default_home,
 )
+from pyverify.output import Progress
 
 NPM_TIMEOUT = float(os.environ.get("PYVERIFY_NPM_TIMEOUT", "900"))
 

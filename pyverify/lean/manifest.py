@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,11 +18,10 @@ from pyverify.lean.messages import parse_json_output
 from pyverify.lean.project import Module, load_package, module_keys
 from pyverify.lean.sources import TheoremDecl, parse_theorems
 from pyverify.lean.toolchain import Toolchain, ToolchainError
+from pyverify.output import Progress
 from pyverify.theorems import THEOREM_IDS
 
 __all__ = ["TheoremDecl", "dumps", "id_problems", "manifest", "parse_theorems", "statements"]
-
-Progress = Callable[[str], None]
 
 
 def id_problems(theorems: list[TheoremDecl]) -> list[str]:

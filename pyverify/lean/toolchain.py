@@ -18,13 +18,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyverify.errors import ToolchainError
-
-Progress = Callable[[str], None]
+from pyverify.output import Progress
 
 VISIBLE_ROOTS: tuple[Path, ...] = (Path("/tmp"), Path("/home"))
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyverify.output import json_text
+from pyverify.output import Progress, json_text
 from pyverify.output import progress as _stderr
 from pyverify.output import write_text as _write
 from pyverify.report import phases as _ph
@@ -24,7 +24,6 @@ from pyverify.report.serialize import dumps, round_floats
 
 __all__ = ["OUTPUT_FILES", "Phases", "environment_data", "generate_report", "verification_data"]
 
-Progress = Callable[[str], None]
 
 #: Files the report writes (PNGs only when their data exist).
 OUTPUT_FILES: tuple[str, ...] = (

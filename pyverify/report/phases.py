@@ -14,10 +14,10 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pyverify.output import Progress
 from pyverify.report.aggregate import aggregate_tests
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "tests_phase",
 ]
 
-Progress = Callable[[str], None]
 
 #: The property-test run (plus ``--pyverify-results FILE``), from the repository root.
 PROPERTY_TESTS_ARGS: tuple[str, ...] = tuple(
