@@ -49,7 +49,7 @@ from pyverify.errors import InputTypeError, InputValueError, NonFiniteStageError
 from pyverify.kernels.cache import DecoderCache, LayerCache
 from pyverify.kernels.collapsed import collapsed_attention
 from pyverify.kernels.head import Deductive, Precision, plga_attention
-from pyverify.kernels.params import FFNParams, HeadParams
+from pyverify.kernels.params import SWIGLU_FIELDS, FFNParams, HeadParams
 from pyverify.kernels.params import from_reference as heads_from_reference
 from pyverify.kernels.rope import apply_rope
 
@@ -64,7 +64,6 @@ __all__ = [
     "from_reference",
 ]
 
-_FFN_FIELDS = ("W1", "b1", "W2", "b2", "W3", "b3")
 Mode = Literal["uncached", "g_cached", "collapsed"]
 _MODES = ("uncached", "g_cached", "collapsed")
 
@@ -453,7 +452,7 @@ def from_reference(
                 heads=heads_from_reference(list(m.heads), device, head_dtype, shared=shared),
                 ln1_gamma=t(layer.ln1_gamma), ln1_beta=t(layer.ln1_beta),
                 ffn=FFNParams(*((w if n[0] == "W" else t)(getattr(layer.ffn, n))
-                                for n in _FFN_FIELDS)),
+                                for n in SWIGLU_FIELDS)),
                 ln2_gamma=t(layer.ln2_gamma), ln2_beta=t(layer.ln2_beta),
             )
         )  # fmt: skip

@@ -30,6 +30,7 @@ from pyverify.kernels.validation import check_device_dtype, validate_reference_h
 from pyverify.reference.params import learners_equal
 
 __all__ = [
+    "SWIGLU_FIELDS",
     "FFNParams",
     "HeadParams",
     "SwiGLUParams",
@@ -77,6 +78,9 @@ class SwiGLUParams:
 
 FFNParams = SwiGLUParams
 """The decoder's feed-forward SwiGLU: the same container, no head axis."""
+
+#: The fields of a SwiGLU block, in order (``W1, b1, W2, b2, W3, b3``).
+SWIGLU_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SwiGLUParams))
 
 
 @dataclass(frozen=True)
@@ -259,9 +263,6 @@ def _stack(arrs: Sequence[Any], device, dtype) -> torch.Tensor:
     )
 
 
-_BLOCK = ("W1", "b1", "W2", "b2", "W3", "b3")
-
-
 def from_reference(
     p: Any | Sequence[Any],
     device: torch.device | str | None = "cpu",
@@ -338,7 +339,7 @@ def from_reference(
                 SwiGLUParams(
                     *(
                         lt(lambda hp, n=name, ui=ui, di=di: getattr(hp.reslayers[ui].dense[di], n))
-                        for name in _BLOCK
+                        for name in SWIGLU_FIELDS
                     )
                 )
             )

@@ -12,6 +12,7 @@ returns inf/NaN silently.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 
 import torch
 
@@ -288,7 +289,10 @@ def _param_tensors(params: object) -> list[tuple[str, torch.Tensor]]:
             (f"params.reslayers[{i}].ln_beta", unit.ln_beta),
         ]
         for j, blk in enumerate(unit.dense):
-            out += [(f"params.reslayers[{i}].dense[{j}].{n}", getattr(blk, n)) for n in _SWIGLU]
+            out += [
+                (f"params.reslayers[{i}].dense[{j}].{f.name}", getattr(blk, f.name))
+                for f in fields(blk)
+            ]
     return out
 
 
@@ -300,9 +304,6 @@ def explain_nonfinite(inputs: Sequence[tuple[str, torch.Tensor | None]], params:
     caller re-raises the overflow). Runs only after a stage failed: no cost otherwise.
     """
     check_inputs_finite(*inputs, *_param_tensors(params))
-
-
-_SWIGLU = ("W1", "b1", "W2", "b2", "W3", "b3")
 
 
 def _arr(x: object, name: str, shape: Sequence[int | str | None]) -> tuple[int, ...]:
