@@ -37,13 +37,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyverify.bench_rows import A_DFF, DK, N_DENSE, N_RES, H
 from pyverify.errors import InputValueError
+from pyverify.output import Progress
 
 __all__ = ["check_device", "format_table", "load_average", "run_bench", "time_pair"]
-
-# Metric-learner sizes of the paper's PLDR-LLM v51 (A_dff = 170, 8 residual
-# units of 2 SwiGLU blocks), dk = 64, 14 heads.
-_H, _DK, _A_DFF, _N_RES, _N_DENSE = 14, 64, 170, 8, 2
 
 
 def _sync(device: torch.device) -> None:
@@ -123,9 +121,9 @@ def _bench_p1(device, dtype, shapes, reps, progress, rows):
 
     target = 1.10 if device.type == "cpu" else 1.05
     g = torch.Generator(device="cpu").manual_seed(1)
-    G = (torch.eye(_DK) + 0.1 * torch.randn(_H, _DK, _DK, generator=g)).to(device, dtype)
+    G = (torch.eye(DK) + 0.1 * torch.randn(H, DK, DK, generator=g)).to(device, dtype)
     for B, S in shapes:
-        q, k, v = (torch.randn(B, _H, S, _DK, generator=g).to(device, dtype) for _ in range(3))
+        q, k, v = (torch.randn(B, H, S, DK, generator=g).to(device, dtype) for _ in range(3))
         o, b = time_pair(
             lambda q=q, k=k, v=v: collapsed_attention(q, k, v, G),
             lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
@@ -133,7 +131,7 @@ def _bench_p1(device, dtype, shapes, reps, progress, rows):
             reps=reps,
             max_seconds=20,
         )
-        rows.append(_row("P1 collapsed/SDPA", [B, _H, S, _DK], dtype, device, o, b, target))
+        rows.append(_row("P1 collapsed/SDPA", [B, H, S, DK], dtype, device, o, b, target))
         progress(_fmt_row(rows[-1]))
 
 
@@ -144,13 +142,13 @@ def _bench_p3(device, dtype, configs, reps, progress, rows):
     for B, ctx, layers in configs:
         ref = DecoderParams.random(
             vocab=1000,
-            d_model=_H * _DK,
-            num_heads=_H,
+            d_model=H * DK,
+            num_heads=H,
             num_layers=layers,
             dff=2048,
-            a_dff=_A_DFF,
-            num_reslayer=_N_RES,
-            num_dense=_N_DENSE,
+            a_dff=A_DFF,
+            num_reslayer=N_RES,
+            num_dense=N_DENSE,
             seed=3,
         )
         model = from_reference(ref, device, dtype)
@@ -173,7 +171,7 @@ def _bench_p3(device, dtype, configs, reps, progress, rows):
             reps=reps,
             max_seconds=30,
         )
-        shape = {"B": B, "context": ctx, "layers": layers, "H": _H, "dk": _DK}
+        shape = {"B": B, "context": ctx, "layers": layers, "H": H, "dk": DK}
         rows.append(_row("P3 decode KV+G/full", shape, dtype, device, o, b, 1 / 3))
         progress(_fmt_row(rows[-1]))
 
@@ -246,7 +244,7 @@ def run_bench(
     device: str = "cpu",
     quick: bool = False,
     out_json: pathlib.Path | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     num_threads: int | None = None,
 ) -> dict[str, Any]:
     """Run benchmarks P1-P3 and return (and optionally save) the results.

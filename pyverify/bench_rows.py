@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
 from pyverify.bench_memory import peak_extra_bytes
+from pyverify.output import Progress
 
 __all__ = ["bench_gcached", "bench_learner", "bench_p2_author", "bench_p3_author", "shared_params"]
 
@@ -36,7 +37,6 @@ __all__ = ["bench_gcached", "bench_learner", "bench_p2_author", "bench_p3_author
 # units of 2 SwiGLU blocks), dk = 64, 14 heads.
 H, DK, A_DFF, N_RES, N_DENSE = 14, 64, 170, 8, 2
 
-Say = Callable[[str], None]
 RowFn = Callable[..., dict[str, Any]]
 
 
@@ -60,7 +60,7 @@ def _mib(n: int) -> float:
     return round(n / 2**20, 3)
 
 
-def bench_p2_author(device, dtype, shapes, reps, say: Say, rows, row: RowFn, timer) -> None:
+def bench_p2_author(device, dtype, shapes, reps, say: Progress, rows, row: RowFn, timer) -> None:
     """P2: uncached layer, ours / the author's formulation; peak memory beside."""
     from pyverify.kernels.baseline import look_ahead_mask, plga_attention_author
     from pyverify.kernels.head import plga_attention
@@ -104,7 +104,7 @@ def _learner_gemms(N: int, device, dtype):
     return gemms
 
 
-def bench_learner(device, dtype, batches, reps, say: Say, rows, row: RowFn, timer) -> None:
+def bench_learner(device, dtype, batches, reps, say: Progress, rows, row: RowFn, timer) -> None:
     """L: shared learner alone vs the bare GEMMs of the same sizes (FLOP rates)."""
     from pyverify.kernels.head import _metric_learner_rows
 
@@ -124,7 +124,7 @@ def bench_learner(device, dtype, batches, reps, say: Say, rows, row: RowFn, time
         say(_line(r) + f"  learner {r['learner_gflops']} GFLOP/s vs GEMM {r['gemm_gflops']}")
 
 
-def bench_p3_author(device, dtype, configs, reps, say: Say, rows, row: RowFn, timer) -> None:
+def bench_p3_author(device, dtype, configs, reps, say: Progress, rows, row: RowFn, timer) -> None:
     """P3: one G-cached decode step, ours / the author-style step (KV by torch.cat)."""
     from pyverify.kernels.baseline import author_decode_step, author_prefill_cache
     from pyverify.kernels.model import from_reference
@@ -184,7 +184,7 @@ def _weight_products(model, B: int) -> Callable[[], Any]:
     return products
 
 
-def bench_gcached(device, dtype, shapes, reps, say: Say, rows, row: RowFn, timer) -> None:
+def bench_gcached(device, dtype, shapes, reps, say: Progress, rows, row: RowFn, timer) -> None:
     """Gc: G-cached layer / plain causal SDPA, target 1 + 1.5 dk / S."""
     from pyverify.kernels.head import plga_attention
 

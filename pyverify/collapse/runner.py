@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from pyverify.collapse.fidelity import fidelity, time_per_token
 from pyverify.collapse.measure import as_float64, deductive_stack, order_vs_length
 from pyverify.collapse.train import train_regime
 from pyverify.errors import InputValueError
+from pyverify.output import Progress
 
 __all__ = ["RESULT_FILE", "TIMINGS_FILE", "run_collapse", "write_json"]
 
@@ -59,7 +59,7 @@ def run_collapse(
     threads: int = 1,
     stop_after: int | None = None,
     progress: bool = True,
-    log: Callable[[str], None] | None = None,
+    log: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the experiment; return the deterministic result (also written to disk).
 
@@ -104,9 +104,10 @@ def run_collapse(
         "torch": torch.__version__,
         "regimes": {},
     }
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
 
-    with Progress(
+    with Bar(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),

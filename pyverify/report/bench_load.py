@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pyverify.output import Progress
 from pyverify.report.markdown import table
 
 __all__ = [
@@ -47,7 +48,7 @@ def under_load(meta: dict[str, Any]) -> bool | None:
 
 
 def settle_load(
-    say: Callable[[str], None],
+    say: Progress,
     *,
     timeout: float = 180.0,
     poll: float = 5.0,
@@ -85,9 +86,7 @@ def load_note(meta: dict[str, Any]) -> str:
     )
 
 
-def apply_load_policy(
-    bench: dict[str, Any], bench_anyway: bool, say: Callable[[str], None]
-) -> dict[str, Any]:
+def apply_load_policy(bench: dict[str, Any], bench_anyway: bool, say: Progress) -> dict[str, Any]:
     """Mark a finished run with ``meta.under_load``; refuse it (status ``refused``) if loaded.
 
     Parameters
