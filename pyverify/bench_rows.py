@@ -31,7 +31,14 @@ import torch.nn.functional as F  # noqa: N812 (torch convention)
 from pyverify.bench_memory import peak_extra_bytes
 from pyverify.output import Progress
 
-__all__ = ["bench_gcached", "bench_learner", "bench_p2_author", "bench_p3_author", "shared_params"]
+__all__ = [
+    "bench_gcached",
+    "bench_learner",
+    "bench_p2_author",
+    "bench_p3_author",
+    "row_note",
+    "shared_params",
+]
 
 # Metric-learner sizes of the paper's PLDR-LLM v51 (A_dff = 170, 8 residual
 # units of 2 SwiGLU blocks), dk = 64, 14 heads.
@@ -121,7 +128,7 @@ def bench_learner(device, dtype, batches, reps, say: Progress, rows, row: RowFn,
         r["gemm_gflops"] = round(flops / b / 1e6, 3)
         r["rate_fraction"] = round(b / o, 4)
         rows.append(r)
-        say(_line(r) + f"  learner {r['learner_gflops']} GFLOP/s vs GEMM {r['gemm_gflops']}")
+        say(_line(r))
 
 
 def bench_p3_author(device, dtype, configs, reps, say: Progress, rows, row: RowFn, timer) -> None:
@@ -157,7 +164,7 @@ def bench_p3_author(device, dtype, configs, reps, say: Progress, rows, row: RowF
         r["weights_only_ms"] = round(w, 4)
         r["floor_ratio"] = round(w / b2, 4)
         rows.append(r)
-        say(_line(r) + f"  floor {r['floor_ratio']:.3f} (weight products alone)")
+        say(_line(r))
 
 
 def _weight_products(model, B: int) -> Callable[[], Any]:
@@ -204,10 +211,19 @@ def bench_gcached(device, dtype, shapes, reps, say: Progress, rows, row: RowFn, 
         say(_line(r))
 
 
+def row_note(r: dict[str, Any]) -> str:
+    """The figures a row carries beside its ratio (memory, FLOP rates, the P3 floor)."""
+    if "ours_peak_mib" in r:
+        return f"peak MiB {r['ours_peak_mib']:.1f} vs {r['baseline_peak_mib']:.1f}"
+    if "learner_gflops" in r:
+        return f"GFLOP/s {r['learner_gflops']:.1f} vs GEMM {r['gemm_gflops']:.1f}"
+    if "floor_ratio" in r:
+        return f"floor {r['floor_ratio']:.3f} (weight products alone)"
+    return ""
+
+
 def _line(r: dict[str, Any]) -> str:
     from pyverify.bench import _fmt_row
 
-    line = _fmt_row(r)
-    if "ours_peak_mib" in r:
-        line += f"  peak MiB {r['ours_peak_mib']:.1f} vs {r['baseline_peak_mib']:.1f}"
-    return line
+    note = row_note(r)
+    return _fmt_row(r) + (f"  {note}" if note else "")

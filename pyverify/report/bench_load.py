@@ -150,6 +150,8 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
         "they are in `benchmarks.json` and here, never in `verification.json`."
     )
     lines += ["", "![benchmark ratios](benchmark_ratios.png)", ""]
+    from pyverify.bench_rows import row_note
+
     rows = []
     for r in bench.get("rows") or []:
         shape = r["shape"]
@@ -168,7 +170,7 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
                 f"{r['ratio']:.3f}",
                 f"{r['target']:.3f}",
                 "yes" if r["meets_target"] else "**no**",
-                _row_note(r),
+                row_note(r),
             ]
         )
     lines += table(
@@ -188,14 +190,3 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
     )
     lines.append("")
     return lines
-
-
-def _row_note(r: dict[str, Any]) -> str:
-    """The figures a row carries beside its ratio (memory, FLOP rates, the P3 floor)."""
-    if "ours_peak_mib" in r:
-        return f"peak MiB {r['ours_peak_mib']:.1f} vs {r['baseline_peak_mib']:.1f}"
-    if "learner_gflops" in r:
-        return f"GFLOP/s {r['learner_gflops']:.1f} vs GEMM {r['gemm_gflops']:.1f}"
-    if "floor_ratio" in r:
-        return f"floor {r['floor_ratio']:.3f} (weight products alone)"
-    return ""
