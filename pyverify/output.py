@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +22,7 @@ __all__ = [
     "check_output_dir",
     "check_output_file",
     "json_array",
+    "json_number",
     "json_text",
     "progress",
     "table",
@@ -66,21 +68,31 @@ def json_array(a: Any) -> Any:
     if a.dtype.kind in "iu":
         return a.astype(int).tolist()
 
-    def conv(x: Any) -> Any:
-        if isinstance(x, list):
-            return [conv(y) for y in x]
-        if np.isnan(x):
-            return None
-        if np.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return float(x)
+    return _json_safe(a.astype(np.float64).tolist())
 
-    return conv(a.astype(np.float64).tolist())
+
+def json_number(x: float) -> float | str | None:
+    """``x`` for strict JSON: ``nan`` as ``None``, infinities as ``"inf"``/``"-inf"``."""
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return json_number(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
 
 
 def json_text(data: object) -> str:
-    """``data`` as indented, key-sorted JSON text with a final newline."""
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    """``data`` as indented, key-sorted, strict JSON text (see :func:`json_number`)."""
+    return json.dumps(_json_safe(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def write_text(path: Path, text: str) -> None:

@@ -12,7 +12,6 @@ Writes into ``out_dir`` (default ``reports/collapse/``):
 
 from __future__ import annotations
 
-import json
 import platform
 import time
 from pathlib import Path
@@ -26,17 +25,12 @@ from pyverify.collapse.fidelity import fidelity, time_per_token
 from pyverify.collapse.measure import as_float64, deductive_stack, order_vs_length
 from pyverify.collapse.train import train_regime
 from pyverify.errors import InputValueError
-from pyverify.output import Progress
+from pyverify.output import Progress, write_json
 
-__all__ = ["RESULT_FILE", "TIMINGS_FILE", "run_collapse", "write_json"]
+__all__ = ["RESULT_FILE", "TIMINGS_FILE", "run_collapse"]
 
 RESULT_FILE = "collapse.json"
 TIMINGS_FILE = "timings.json"
-
-
-def write_json(path: Path, data: object) -> None:
-    """Deterministic JSON (sorted keys, fixed float repr)."""
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _final(model: torch.nn.Module, cfg: RunConfig, corpus: Any) -> tuple[dict, dict]:

@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+from pyverify.output import json_number
+
 __all__ = ["SIG_DIGITS", "dumps", "round_floats", "round_sig"]
 
 #: Significant digits kept for floats in ``verification.json``.
@@ -27,10 +29,8 @@ def round_sig(x: float, sig: int = SIG_DIGITS) -> float | str | None:
     float, str or None
         The rounded float; non-finite values become JSON-safe markers.
     """
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
+    if not math.isfinite(x):
+        return json_number(x)
     if x == 0:
         return 0.0
     return float(f"{x:.{sig - 1}e}")
