@@ -34,10 +34,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
-from pyverify.bench_rows import A_DFF, DK, N_DENSE, N_RES, H
+from pyverify.bench_rows import DK, H
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 
@@ -132,47 +131,6 @@ def _bench_p1(device, dtype, shapes, reps, progress, rows):
             max_seconds=20,
         )
         rows.append(_row("P1 collapsed/SDPA", [B, H, S, DK], dtype, device, o, b, target))
-        progress(_fmt_row(rows[-1]))
-
-
-def _bench_p3(device, dtype, configs, reps, progress, rows):
-    from pyverify.kernels.model import from_reference
-    from pyverify.reference.model import DecoderParams
-
-    for B, ctx, layers in configs:
-        ref = DecoderParams.random(
-            vocab=1000,
-            d_model=H * DK,
-            num_heads=H,
-            num_layers=layers,
-            dff=2048,
-            a_dff=A_DFF,
-            num_reslayer=N_RES,
-            num_dense=N_DENSE,
-            seed=3,
-        )
-        model = from_reference(ref, device, dtype)
-        rng = np.random.default_rng(3)
-        toks = torch.as_tensor(rng.integers(0, 1000, (B, ctx + 1)), device=device)
-        with torch.inference_mode():
-            _, cache = model.prefill(toks[:, :ctx])
-        k0 = [(lc.k, lc.v) for lc in cache.layers]
-
-        def step(cache=cache, k0=k0, toks=toks, model=model, ctx=ctx):
-            for lc, (k, v) in zip(cache.layers, k0, strict=True):
-                lc.k, lc.v = k, v  # reset to context length ctx
-            cache.length = ctx
-            return model.decode_step(toks[:, ctx], cache, use_g_cache=True)
-
-        o, b = time_pair(
-            step,
-            lambda toks=toks, model=model: model.forward(toks),
-            device,
-            reps=reps,
-            max_seconds=30,
-        )
-        shape = {"B": B, "context": ctx, "layers": layers, "H": H, "dk": DK}
-        rows.append(_row("P3 decode KV+G/full", shape, dtype, device, o, b, 1 / 3))
         progress(_fmt_row(rows[-1]))
 
 
@@ -314,7 +272,6 @@ def _run(dev, quick, out_json, say) -> dict[str, Any]:
     br.bench_p2_author(dev, f32, p2, *args)
     br.bench_learner(dev, f32, learner, *args)
     br.bench_p3_author(dev, f32, p3, *args)
-    _bench_p3(dev, f32, p3, reps, say, rows)
     br.bench_gcached(dev, f32, gc, *args)
     result = {
         "meta": {

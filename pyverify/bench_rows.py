@@ -14,7 +14,8 @@ Each function appends rows (see :func:`pyverify.bench._row`) and prints them:
   ours (KV written into preallocated buffers) / the author-style step (KV
   extended with ``torch.cat``); target 0.7. Beside it, the floor: the step's
   products with every weight matrix alone / the author's step (no step that
-  reads every weight once can go below it);
+  reads every weight once can go below it); and ``P3 decode KV+G/full``: the
+  same step / the full forward pass over the context plus the token (target 1/3);
 * ``Gc G-cached/SDPA``: the G-cached layer (SDPA on ``Q G``) / plain causal
   SDPA; target ``1 + 1.5 dk / S`` (the ``Q G`` product is intrinsic).
 """
@@ -165,6 +166,9 @@ def bench_p3_author(device, dtype, configs, reps, say: Progress, rows, row: RowF
         r["floor_ratio"] = round(w / b2, 4)
         rows.append(r)
         say(_line(r))
+        o, b = timer(ours, lambda m=model, t=toks: m.forward(t), device, reps=reps, max_seconds=30)
+        rows.append(row("P3 decode KV+G/full", shape, dtype, device, o, b, 1 / 3))
+        say(_line(rows[-1]))
 
 
 def _weight_products(model, B: int) -> Callable[[], Any]:

@@ -94,10 +94,11 @@ def test_rows_against_the_author_run(monkeypatch):
     br.bench_gcached(cpu, f32, [(1, 16)], *args)
     names = [r["benchmark"] for r in rows]
     assert names == [
-        "P2 ours/author", "L learner/GEMM", "P3 decode ours/author", "Gc G-cached/SDPA"
+        "P2 ours/author", "L learner/GEMM", "P3 decode ours/author", "P3 decode KV+G/full",
+        "Gc G-cached/SDPA",
     ]  # fmt: skip
     assert rows[0]["ours_peak_mib"] > 0 and rows[0]["baseline_peak_mib"] > 0
-    assert rows[1]["rate_fraction"] == 2.0 and rows[3]["target"] == 1 + 1.5 * 8 / 16
+    assert rows[1]["rate_fraction"] == 2.0 and rows[4]["target"] == 1 + 1.5 * 8 / 16
     # P2: ours and the author's layer agree (float32)
     o, (a, _) = calls[0]
     assert torch.allclose(o, a, rtol=1e-4, atol=1e-5)
@@ -106,3 +107,7 @@ def test_rows_against_the_author_run(monkeypatch):
     assert torch.allclose(ol, al, rtol=1e-4, atol=1e-4)
     # P3 floor: the weight products alone, timed against the same author step
     assert rows[2]["floor_ratio"] == 0.5 and calls[3][0].shape == (2, 1, ol.shape[-1])
+    # P3 full recompute: the same step against the forward pass over context + token
+    # (the uncached pass recomputes G with the new query, so the logits differ)
+    (sl, _), (full, _) = calls[4]
+    assert sl.shape == ol.shape and full.shape == (2, 9, ol.shape[-1])
