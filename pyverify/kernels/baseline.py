@@ -143,15 +143,17 @@ def author_decode_step(
         The extended cache (new tensors, as in the author's code).
     """
     p = model.params  # type: ignore[attr-defined]
-    H, dk, eps = p.num_heads, p.dk, p.ln_eps
+    H, dk, eps, base = p.num_heads, p.dk, p.ln_eps, p.rope_base
     B = token.shape[0]
     x = p.emb[token.view(B, 1)] * torch.sqrt(torch.tensor(p.d_model, dtype=torch.float32))
     x = F.layer_norm(x, (p.d_model,), p.ln0_gamma, p.ln0_beta, eps)
     new = []
     for lp, (kc, vc, G) in zip(p.layers, cache, strict=True):
         pos = kc.shape[1]
-        q = apply_rope((x @ lp.Wq + lp.bq).view(B, 1, H, dk).transpose(1, 2), offset=pos)
-        kn = apply_rope((x @ lp.Wk + lp.bk).view(B, 1, H, dk).transpose(1, 2), offset=pos)
+        q = apply_rope((x @ lp.Wq + lp.bq).view(B, 1, H, dk).transpose(1, 2), offset=pos, base=base)
+        kn = apply_rope(
+            (x @ lp.Wk + lp.bk).view(B, 1, H, dk).transpose(1, 2), offset=pos, base=base
+        )
         k = torch.cat([kc, kn.transpose(1, 2)], 1)
         v = torch.cat([vc, (x @ lp.Wv + lp.bv).view(B, 1, H, dk)], 1)
         new.append([k, v, G])

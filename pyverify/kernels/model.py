@@ -253,7 +253,7 @@ class PLGADecoder:
                 q, k, v, None, G=Gl, return_deductive=True, precision=precision
             )
             return out, ded
-        out = collapsed_attention(q, k, v, Gl, precision=precision or "rounded")
+        out = collapsed_attention(q, k, v, Gl, precision=precision)
         return out, Deductive(None, None, None, Gl)
 
     # ------------------------------------------------------------------ public
@@ -295,13 +295,10 @@ class PLGADecoder:
         self._check_G(G, mode)
         x = self.embed(tokens)
         ded_all, cache = [], DecoderCache(length=tokens.shape[1], mode=mode)
-        prec = precision or "compensated"
+        prec = precision or ("rounded" if mode == "collapsed" else "compensated")
         for li, lp in enumerate(self.params.layers):
             q, k, v = self._qkv(lp, x, 0)
-            if mode == "collapsed":
-                out, ded = self._layer_attention(li, lp, q, k, v, mode, G, precision)
-            else:
-                out, ded = self._layer_attention(li, lp, q, k, v, mode, G, prec)
+            out, ded = self._layer_attention(li, lp, q, k, v, mode, G, prec)
             ded_all.append(ded)
             if return_cache:
                 cache.layers.append(LayerCache(k=k, v=v, A=ded.A, G=ded.G))
@@ -383,19 +380,28 @@ class PLGADecoder:
         # Only this step's rows are checked: the cache was checked when it was written
         # (re-reading all of it per layer cost 6-7 % of a step). They must be: torch's
         # CPU SDPA turns a NaN score into a zero output row, not a NaN one.
-        for li, (lp, lc) in enumerate(zip(self.params.layers, cache.layers, strict=True)):
-            q, k, v = self._qkv(lp, x, cache.length)
-            for name, t in (("q", q), ("k", k), ("v", v)):
-                kval.check_finite(t, f"layer {li} {name}", power_law=False)
-            lc.append(k, v)
-            if use_g_cache:
-                G, A, heads = lc.G, None, None
-            else:
-                G, A, heads = None, lc.A, lp.heads
-            out = plga_attention(q, lc.k, lc.v, heads, G=G, A=A, precision=prec, check_finite=False)
-            x = self._finish(lp, x, out)
-        cache.length += 1
-        return kval.check_finite(self._logits(x)[:, -1], "logits", power_law=False), cache
+        L = cache.length
+        try:
+            for li, (lp, lc) in enumerate(zip(self.params.layers, cache.layers, strict=True)):
+                q, k, v = self._qkv(lp, x, L)
+                for name, t in (("q", q), ("k", k), ("v", v)):
+                    kval.check_finite(t, f"layer {li} {name}", power_law=False)
+                lc.append(k, v)
+                if use_g_cache:
+                    G, A, heads = lc.G, None, None
+                else:
+                    G, A, heads = None, lc.A, lp.heads
+                out = plga_attention(
+                    q, lc.k, lc.v, heads, G=G, A=A, precision=prec, check_finite=False
+                )
+                x = self._finish(lp, x, out)
+            logits = kval.check_finite(self._logits(x)[:, -1], "logits", power_law=False)
+        except Exception:
+            for lc in cache.layers:  # a failed step leaves the cache as it was
+                lc.truncate(L)
+            raise
+        cache.length = L + 1
+        return logits, cache
 
 
 def from_reference(

@@ -303,9 +303,12 @@ def from_reference(
     if not heads:
         raise InputValueError("p must hold at least one head's PLGAParams")
     check_device_dtype(device, dtype)
-    dk0 = None
+    dk0, a_dff0 = None, None
     for i, hp in enumerate(heads):  # shapes, types, finiteness, naming the field
-        dk0, _ = validate_reference_head(hp, f"p[{i}]" if len(heads) > 1 else "p", dk0)
+        dk0, a_dff = validate_reference_head(hp, f"p[{i}]" if len(heads) > 1 else "p", dk0)
+        if a_dff0 is not None and a_dff != a_dff0:
+            raise InputValueError(f"p[{i}] has a_dff = {a_dff}; p[0] has {a_dff0}")
+        a_dff0 = a_dff
     first = heads[0]
     n_units = len(first.reslayers)
     for i, hp in enumerate(heads):
@@ -314,10 +317,6 @@ def from_reference(
             len(u.dense) != len(u0.dense) for u, u0 in zip(units_i, first.reslayers, strict=True)
         ):
             raise InputValueError(f"p[{i}] has a different metric-learner structure from p[0]")
-        if np.shape(hp.W) != np.shape(first.W):
-            raise InputValueError(
-                f"p[{i}].W has shape {np.shape(hp.W)}; p[0].W has {np.shape(first.W)}"
-            )
     same = learners_equal(heads)
     if shared and not same:
         raise InputValueError("shared=True but the heads' metric learners differ")

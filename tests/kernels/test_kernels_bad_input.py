@@ -98,6 +98,7 @@ CASES = [
     ("decoder from_reference head P wrong shape", lambda: decoder_from_reference(with_layer(mha=dataclasses.replace(_L0.mha, heads=[_L0.mha.heads[0], dataclasses.replace(_L0.mha.heads[1], P=np.ones((3, 3)))]))), ValueError, r"^ref\.layers\[0\]\.mha\.heads\[1\]\.P must have shape \(4, 4\)"),
     ("decoder from_reference Wq NaN", lambda: decoder_from_reference(with_layer(mha=dataclasses.replace(_L0.mha, Wq=np.full((8, 8), np.nan)))), ValueError, r"^ref\.layers\[0\]\.mha\.Wq must be finite"),
     ("from_reference dtype int64", lambda: kern.from_reference(HEADS, dtype=torch.int64), TypeError, r"^dtype must be one of torch\.float64"),
+    ("from_reference heads of different a_dff", lambda: kern.from_reference([HEADS[0], PLGAParams.random(DK, 8, 1, 1, seed=5)]), ValueError, r"^p\[1\] has a_dff = 8; p\[0\] has 6$"),
     ("from_reference device 'bogus'", lambda: kern.from_reference(HEADS, device="bogus"), ValueError, r"^device must be a torch device .*; got 'bogus'"),
     ("decoder from_reference device 'mps'", lambda: decoder_from_reference(REF, device="mps"), ValueError, r"^device must be 'cpu' or 'cuda'"),
     ("decoder from_reference dtype int32", lambda: decoder_from_reference(REF, dtype=torch.int32), TypeError, r"^dtype must be one of"),

@@ -147,6 +147,13 @@ def test_decode_step_checks_its_new_rows(device, ref):
     m = from_reference(ref, device)
     toks = torch.tensor(TOKS, device=device)
     _, cache = m.prefill(toks[:, :5])
-    m.params.layers[1].bk[0] = float("inf")  # the parameters were checked at build time
+    bk = m.params.layers[1].bk
+    good = bk[0].item()
+    bk[0] = float("inf")  # the parameters were checked at build time
     with pytest.raises(NonFiniteStageError, match=r"layer 1 k"):
         m.decode_step(toks[:, 5], cache)
+    # the failed step left the cache as it was (layer 0 had already taken its row)
+    assert cache.length == 5 and all(lc.k.shape[2] == lc.v.shape[2] == 5 for lc in cache.layers)
+    bk[0] = good
+    _, fresh = m.prefill(toks[:, :5])
+    assert torch.equal(m.decode_step(toks[:, 5], cache)[0], m.decode_step(toks[:, 5], fresh)[0])
