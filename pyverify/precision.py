@@ -20,16 +20,16 @@ __all__ = [
     "gamma",
 ]
 
-#: Canonical dtype names, most precise first.
-DTYPE_NAMES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
-
-#: The torch dtype of each name.
+#: The torch dtype of each canonical name, most precise first.
 TORCH_DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
     "float32": torch.float32,
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
 }
+
+#: Canonical dtype names, most precise first.
+DTYPE_NAMES: tuple[str, ...] = tuple(TORCH_DTYPES)
 
 #: Other spellings accepted on the command line.
 DTYPE_ALIASES: dict[str, str] = {

@@ -6,27 +6,6 @@ property tests that check it (``@pytest.mark.theorem("ID")``) and a report row.
 
 from __future__ import annotations
 
-THEOREM_IDS: tuple[str, ...] = (
-    "sdpa_special_case",
-    "cache_equivalence",
-    "collapse_absorption",
-    "rope_group",
-    "rope_commutant_char",
-    "rope_relative_position",
-    "metric_positivity",
-    "dag_floor",
-    "prefix_consistency",
-    "softmax_shift",
-    "incremental_decoding",
-    "softmax_simplex",
-    "rope_twirl",
-    "density_psd",
-    "layernorm_invariance",
-    "rank_one_generator",
-    "hadamard_power_group",
-    "score_perturbation",
-)
-
 SUMMARIES: dict[str, str] = {
     "sdpa_special_case": "G = I gives exactly the SDPA scores, attention rows and outputs.",
     "cache_equivalence": "An invariant G makes cached layers and stacks equal recomputing ones.",
@@ -47,6 +26,9 @@ SUMMARIES: dict[str, str] = {
     "hadamard_power_group": "A^(o(s+t)P) = A^(o sP) o A^(o tP) and A^(o 0) = 1 for positive A.",
     "score_perturbation": "|q (G - G*) k^T| is bounded; a top-1 margin > 2 eta keeps the argmax.",
 }
+
+#: The theorem IDs, in the spec's order (the keys of :data:`SUMMARIES`).
+THEOREM_IDS: tuple[str, ...] = tuple(SUMMARIES)
 
 
 def check_theorem_id(theorem_id: str) -> str:

@@ -23,6 +23,7 @@ from pyverify.crosscheck.results import CrosscheckResult, CrosscheckRow
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.precision import TORCH_DTYPES, compute_dtype
+from pyverify.reference import load_g_lm
 from pyverify.tolerance import MPMATH_DPS, TOL_FLOAT64, output_tolerances, stage_tolerances
 
 __all__ = ["run_case", "run_crosscheck"]
@@ -152,18 +153,12 @@ def _run_mpmath(case: Case) -> list[CrosscheckRow]:
     return [cmp.stage(s, got[s], want[s], TOL_FLOAT64) for s in STAGES]
 
 
-def _load_g(name: str) -> np.ndarray:
-    from pyverify.reference import load_g_lm
-
-    return load_g_lm(name)
-
-
 def _run_trained(case: Case) -> list[CrosscheckRow]:
     import pyverify.kernels as kern
     from pyverify.reference import plga_forward_batched
 
     _B, H, _S, dk = case.shape
-    g_all = _load_g("trained")
+    g_all = load_g_lm("trained")
     layer = int(case.layer or 0)
     if g_all.shape[1] != H or g_all.shape[2] != dk or not 0 <= layer < g_all.shape[0]:
         raise ValueError(
@@ -196,7 +191,7 @@ def _run_identity(case: Case) -> list[CrosscheckRow]:
     from pyverify.reference import plga_forward_batched
 
     _B, H, _S, dk = case.shape
-    g = _load_g("identity")[int(case.layer or 0)]
+    g = load_g_lm("identity")[int(case.layer or 0)]
     if g.shape != (H, dk, dk):
         raise ValueError(f"identity G_LM layer has shape {g.shape}; case needs ({H}, {dk}, {dk})")
     q, k, v = _inputs(case)

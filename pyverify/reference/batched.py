@@ -64,9 +64,11 @@ def plga_forward_batched(
     if len(per_head) != H:
         raise InputValueError(f"heads must hold H = {H} PLGAParams; got {len(per_head)}")
     Ga = None if G is None else np.asarray(G)
-    if Ga is not None and (Ga.ndim not in (3, 4) or Ga.shape[-3] != H):
+    if Ga is not None and (
+        Ga.ndim not in (3, 4) or Ga.shape[-3] != H or (Ga.ndim == 4 and Ga.shape[0] != B)
+    ):
         raise InputValueError(
-            f"G must have shape (H, dk, dk) or (B, H, dk, dk) with H = {H}; got {Ga.shape}"
+            f"G must have shape (H, dk, dk) or (B, H, dk, dk) with B, H = {B}, {H}; got {Ga.shape}"
         )
 
     def g_of(b: int, h: int) -> ArrayLike | None:

@@ -17,7 +17,6 @@ raises :class:`DataFileFormatError` (a ``ValueError``).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import zipfile
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from numpy.typing import NDArray
 
 from pyverify.data import VENDORED, DataChecksumError, vendored_dir, vendored_file
 from pyverify.errors import InputTypeError, InputValueError, MissingInputError
+from pyverify.paths import sha256_file
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -258,10 +258,6 @@ def provenance(
         If the file is absent.
     """
     path = data_file(name, data_dir).resolve()
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
     source = None
     readme = path.parent / "README.md"
     if readme.is_file():
@@ -270,4 +266,4 @@ def provenance(
             if line.lstrip().startswith("|") and cells and cells[0] == path.name:
                 source = line.strip()
                 break
-    return Provenance(file=path.name, path=str(path), sha256=h.hexdigest(), source=source)
+    return Provenance(file=path.name, path=str(path), sha256=sha256_file(path), source=source)

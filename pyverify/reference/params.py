@@ -10,7 +10,7 @@ as in the reference implementation's ``torch.matmul(W, A)``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,6 +26,7 @@ from pyverify.reference.validation import (
 __all__ = [
     "LN_EPS",
     "METRIC_EPS",
+    "SWIGLU_FIELDS",
     "PLGAParams",
     "ResUnit",
     "SwiGLUBlock",
@@ -141,6 +142,10 @@ class SwiGLUBlock:
             W3=as_float_array(self.W3, f"{name}.W3", shape=(h, d_out)),
             b3=as_float_array(self.b3, f"{name}.b3", shape=(d_out,)),
         )
+
+
+#: The fields of a SwiGLU block, in order (``W1, b1, W2, b2, W3, b3``).
+SWIGLU_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SwiGLUBlock))
 
 
 @dataclass(frozen=True)
@@ -341,7 +346,7 @@ class PLGAParams:
 def _learner_arrays(p: PLGAParams) -> list[np.ndarray]:
     out = [p.ln0_gamma, p.ln0_beta]
     for u in p.reslayers:
-        out += [getattr(b, n) for b in u.dense for n in ("W1", "b1", "W2", "b2", "W3", "b3")]
+        out += [getattr(b, n) for b in u.dense for n in SWIGLU_FIELDS]
         out += [u.ln_gamma, u.ln_beta]
     return [np.asarray(x) for x in out]
 

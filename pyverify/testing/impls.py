@@ -40,6 +40,7 @@ from pyverify.reference import (
     rotation_matrix,
 )
 from pyverify.reference import numpy_head as nh
+from pyverify.reference.params import SWIGLU_FIELDS
 
 # Unit round-offs, torch dtypes and gamma_n are pyverify.precision's (re-exported here).
 
@@ -85,9 +86,7 @@ def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
         return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
 
     def blk(b):
-        return dataclasses.replace(
-            b, **{f: r(getattr(b, f)) for f in ("W1", "b1", "W2", "b2", "W3", "b3")}
-        )
+        return dataclasses.replace(b, **{f: r(getattr(b, f)) for f in SWIGLU_FIELDS})
 
     units = [
         dataclasses.replace(

@@ -44,6 +44,7 @@ def test_g_cached_per_head_and_per_slice():
         (((1, 2, 4, 4), (1, 3, 4, 4), (1, 2, 4, 4)), 2, None, "equal"),
         (((1, 2, 4, 4),) * 3, 3, None, "H = 2"),
         (((1, 2, 4, 4),) * 3, 2, np.zeros((3, 4, 4)), "G must have shape"),
+        (((1, 2, 4, 4),) * 3, 2, np.zeros((2, 2, 4, 4)), r"B, H = 1, 2; got \(2, 2, 4, 4\)"),
     ],
 )
 def test_bad_batches_are_named(shapes, heads, G, match):
