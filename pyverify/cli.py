@@ -10,21 +10,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyverify.errors import InputValueError, UserError
-from pyverify.output import check_output_dir, check_output_file, write_json
+from pyverify.output import check_output_dir, check_output_file, progress, write_json
 
 if TYPE_CHECKING:
     from pyverify.lean.build import BuildResult
     from pyverify.lean.toolchain import Toolchain
 
 
-def _progress(msg: str) -> None:
-    from pyverify.output import progress
-
-    progress(msg)
-
-
-def _write_json(path: Path, data: object) -> None:
-    write_json(path, data)
+def _positive(text: str) -> int:
+    """A positive integer option (``--threads``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {value}")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -48,7 +49,7 @@ def cmd_lean_setup(args: argparse.Namespace) -> int:
     """Install or repair the embedded Lean toolchain."""
     from pyverify.lean.install import setup
 
-    setup(Path(args.home) if args.home else None, _progress)
+    setup(Path(args.home) if args.home else None, progress)
     return 0
 
 
@@ -57,10 +58,10 @@ def _build(args: argparse.Namespace) -> tuple[Toolchain, Path, BuildResult]:
     from pyverify.lean.install import find_toolchain
 
     project = _lean_project(args)
-    tc = find_toolchain(args.toolchain, Path(args.home) if args.home else None, _progress)
+    tc = find_toolchain(args.toolchain, Path(args.home) if args.home else None, progress)
     if getattr(args, "clean", False):
         clean(project, tc)
-    result = build(project, tc, jobs=args.jobs, progress=_progress)
+    result = build(project, tc, jobs=args.jobs, progress=progress)
     return tc, project, result
 
 
@@ -95,7 +96,7 @@ def cmd_lean_manifest(args: argparse.Namespace) -> int:
     if not result.ok:
         _print_build(result)
         return 1
-    data = manifest(project, tc, _progress)
+    data = manifest(project, tc, progress)
     out = Path(args.output) if args.output else repo_root() / "reports" / "lean_manifest.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(data), encoding="utf-8")
@@ -175,7 +176,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     check_device(args.device)  # an unknown or absent device is the user's error
     out = check_output_file(args.output, "bench -o/--output") if args.output else None
-    result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=_progress)
+    result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=progress)
     print(format_table(result))
     return 0
 
@@ -191,11 +192,11 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         dtypes=args.dtype,
         quick=args.quick,
         shard=parse_shard(args.shard),
-        progress=None if args.no_progress else _progress,
+        progress=None if args.no_progress else progress,
     )
     print(format_crosscheck(result))
     if args.json:
-        _write_json(Path(args.json), result.to_dict())
+        write_json(Path(args.json), result.to_dict())
     return 0 if result.ok else 1
 
 
@@ -232,7 +233,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     """Run ``pyverify diagnose``."""
     from pyverify.diagnose import format_diagnostics, run_diagnose, run_model_diagnose
 
-    prog = None if args.no_progress else _progress
+    prog = None if args.no_progress else progress
     if args.json:
         check_output_file(args.json, "diagnose --json")
     results = []
@@ -255,7 +256,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         results.append(d)
         print(format_diagnostics(d))
     if args.json:
-        _write_json(Path(args.json), results if len(results) != 1 else results[0])
+        write_json(Path(args.json), results if len(results) != 1 else results[0])
     return 0
 
 
@@ -293,7 +294,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         bench=not args.no_bench,
         quick=args.quick,
         bench_anyway=args.bench_anyway,
-        **({"collapse": True} if args.collapse else {}),
+        collapse=args.collapse,
     )
 
 
@@ -326,6 +327,7 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     from pyverify.paths import repo_root
 
     out = Path(args.output) if args.output else repo_root() / "reports" / "collapse"
+    check_output_dir(out, "collapse -o/--output")
     if args.plots_only:
         for path in draw_all(out):
             print(f"wrote {path}")
@@ -333,11 +335,9 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     cfg = small_config() if args.small else full_config()
     if args.steps is not None:
         cfg = replace(cfg, steps=args.steps)
-    if args.threads < 1:
-        raise ValueError(f"--threads must be >= 1; got {args.threads}")
     regimes = ("critical", "subcritical") if args.regime == "both" else (args.regime,)
     run_collapse(cfg, out, regimes=regimes, resume=args.resume, threads=args.threads,
-                 progress=not args.no_progress, log=_progress)  # fmt: skip
+                 progress=not args.no_progress, log=progress)  # fmt: skip
     print(f"wrote {out}")
     return 0
 
@@ -354,7 +354,7 @@ def _register_collapse(sub: Any) -> None:
     p.add_argument("--steps", type=int, default=None, help="training steps per regime")
     p.add_argument("--regime", choices=("both", "critical", "subcritical"), default="both")
     p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)

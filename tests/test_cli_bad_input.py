@@ -44,6 +44,8 @@ CASES = [  # (id, argv, fragment of the one error line)
     ("diagnose-huge-entries", "diagnose {tmp}/huge.npz", "huge.npz (G_LM): g has entries up to 1e+300"),
     ("diagnose-no-layers", "diagnose {tmp}/empty.npz", "at least one layer and one head; got shape (0, 2, 4, 4)"),
     ("diagnose-missing-file", "diagnose {tmp}/absent.npz", "absent.npz"),
+    ("collapse-o-file", "collapse --small -o {tmp}/a_file", "collapse -o/--output: "),
+    ("collapse-threads-0", "collapse --small --threads 0 -o {tmp}/out", "--threads: must be >= 1; got 0"),
 ]  # fmt: skip
 
 
@@ -62,7 +64,8 @@ def test_bad_input_is_one_line_and_exit_2(argv, fragment, tmp_path, capsys):
     status = _run(argv.format(tmp=tmp_path).split())
     seconds = time.perf_counter() - t0
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("pyverify: error: ")]
+    # ours: "pyverify: error: ..."; argparse's (option types): "pyverify <cmd>: error: ..."
+    lines = [ln for ln in err.splitlines() if ln.startswith("pyverify") and ": error: " in ln]
     assert status == 2
     assert len(lines) == 1 and "Traceback" not in err, err
     assert fragment in lines[0]

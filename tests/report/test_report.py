@@ -265,7 +265,7 @@ def test_cli_options(monkeypatch, tmp_path):
     args = parser.parse_args(["report", "-o", str(tmp_path), "--no-lean", "--no-bench"])
     assert args.func(args) == 0
     assert seen == {"out": tmp_path, "lean": False, "tests": True, "bench": False, "quick": False,
-                    "bench_anyway": False}  # fmt: skip
+                    "bench_anyway": False, "collapse": False}  # fmt: skip
     args = parser.parse_args(["report", "-o", str(tmp_path), "--quick"])
     assert args.func(args) == 0
     assert seen["quick"] is True and seen["lean"] is True
