@@ -33,9 +33,6 @@ def repo_root(start: Path | None = None) -> Path:
 
 
 def sha256_file(path: Path) -> str:
-    """Return the hex SHA-256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
+    """Return the hex SHA-256 of a file."""
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -38,7 +38,7 @@ FORBIDDEN_PHRASES = {
 LAKEFILE_KEYS = ("leanOptions", "moreLeanArgs", "weakLeanArgs", "moreServerOptions")
 _DECL_RE = re.compile(
     r"(?<![\w.'])(theorem|lemma|def|abbrev|instance|axiom|opaque|example|structure|inductive"
-    r"|class|macro|notation|syntax|elab)(?:\s+([^\s(:{\[⦃]+))?"
+    r"|class|macro|notation|syntax|elab)(?![\w'])(?:\s+([^\s(:{\[⦃]+))?"
 )
 
 #: Axioms a theorem may depend on (checked with ``#print axioms`` on a native toolchain).

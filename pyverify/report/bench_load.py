@@ -124,7 +124,8 @@ def load_lines(status: str | None, meta: dict[str, Any]) -> list[str]:
     if status == "refused":
         return [
             f"**Not recorded**: measured under load ({load_note(meta)}); rerun on a quiet "
-            "machine or pass `--bench-anyway`.",
+            "machine or pass `--bench-anyway`. `benchmarks.json` and `benchmark_ratios.png`, "
+            "if present, are an earlier run's.",
             "",
         ]
     if meta.get("under_load"):

@@ -292,6 +292,8 @@ def _plots(out: Path, data: dict[str, Any], bench: dict[str, Any], say: Progress
         ("error_by_dtype.png", lambda p: plots.error_by_dtype(data["crosscheck"]["summary"], p)),
         ("benchmark_ratios.png", lambda p: plots.benchmark_ratios(bench, p)),
     ]
+    if bench.get("status") == "refused":  # figures refused under load keep the earlier ones
+        steps = steps[:-1]
     for name, fn in steps:
         path = out / name
         try:
@@ -427,7 +429,7 @@ def generate_report(
             json_text(round_floats({k: v for k, v in bench_res.items() if k != "status"})),
         )
     elif bench_res.get("status") != "refused" and bench_file.exists():
-        bench_file.unlink()  # (figures refused under load leave an earlier file alone)
+        bench_file.unlink()  # stale (refused figures keep the earlier file, see _plots)
     say("report: writing figures")
     _plots(out, data, bench_res, say)
     repo_rel = os.path.relpath(repo, out)
@@ -437,7 +439,11 @@ def generate_report(
     from pyverify.report.collapse_section import collapse_section
 
     index = render_index(data, lean=lean_res, tests=tests_res, bench=bench_res, repo_rel=repo_rel)
-    _write(out / "index.md", index + "\n" + "\n".join(collapse_section(out)).rstrip() + "\n")
+    try:
+        collapse_lines = collapse_section(out)
+    except Exception as exc:  # a malformed saved run must not sink the report
+        collapse_lines = ["## Empirical collapse (measured)", "", f"**Error**: {exc!r}", ""]
+    _write(out / "index.md", index + "\n" + "\n".join(collapse_lines).rstrip() + "\n")
     durations["total"] = time.perf_counter() - start
     env = environment_data(durations=durations, **phases)
     _write(out / "environment.json", json_text(env))

@@ -231,7 +231,7 @@ def _diagnostics_section(diag: dict[str, dict[str, Any]], model: dict[str, Any])
             f"- sha256: `{p['sha256']}`",
             f"- source: {_source(p['source'])}",
             "- origin: `burcgokden/PLDR-LLM-with-KVG-cache` (Apache-2.0), "
-            "`src/ablation/predefined-G_LM/` (see `../shared/data/README.md`)",
+            "`src/ablation/predefined-G_LM/` (see `pyverify/data/README.md`)",
             "",
             f"RoPE-commutant residual (adjacent-pair planes, base 10000): min "
             f"{_g(s['commutant_residual']['min'])}, median {_g(s['commutant_residual']['median'])}"

@@ -53,6 +53,14 @@ def test_scan_source_widened_words_and_phrases_name_the_declaration():
     ]
 
 
+def test_a_keyword_prefix_is_no_declaration():
+    """`classical` / `elaborate` start like `class` / `elab`: the theorem keeps its name."""
+    src = "theorem foo_bar : True := by\n  classical\n  sorry\n"
+    assert [(f.line, f.reason) for f in scan_source("X.lean", src)] == [
+        (3, "audit: uses `sorry` (in `foo_bar`)")
+    ]
+
+
 def test_scan_lakefile_refuses_lean_options(tmp_path):
     (tmp_path / "lakefile.toml").write_text(
         'name = "P"\n# moreLeanArgs in a comment is fine\n'

@@ -55,6 +55,11 @@ def test_report_refuses_loaded_figures(tmp_path, fake):
     bench = json.loads((out / "benchmarks.json").read_text())
     assert bench["meta"]["under_load"] is True
     assert "**Measured under load**" in (out / "index.md").read_text()
+    # a later refused run keeps the earlier figures (the JSON and its plot) untouched
+    kept = {n: (out / n).read_bytes() for n in ("benchmarks.json", "benchmark_ratios.png")}
+    generate_report(out, phases=_loaded(fake), **quiet)
+    assert {n: (out / n).read_bytes() for n in kept} == kept
+    assert "are an earlier run's" in (out / "index.md").read_text()
 
 
 def test_settle_load_waits_for_the_load_to_decay(monkeypatch):
@@ -81,3 +86,13 @@ def test_bench_table_shows_what_a_row_carries_beside_its_ratio():
     assert _row_note({"learner_gflops": 55.76, "gemm_gflops": 85.28}) == "GFLOP/s 55.8 vs GEMM 85.3"
     assert _row_note({"floor_ratio": 0.71}) == "floor 0.710 (weight products alone)"
     assert _row_note({}) == ""
+
+
+def test_a_malformed_saved_collapse_run_is_an_error_line_not_a_crash(tmp_path, fake):
+    out = tmp_path / "r"
+    (out / "collapse").mkdir(parents=True)
+    (out / "collapse" / "collapse.json").write_text("{}")  # valid JSON, no settings
+    generate_report(out, phases=fake.phases(), progress=lambda _s: None, repo=tmp_path, quick=True)
+    index = (out / "index.md").read_text()
+    assert "## Empirical collapse (measured)\n\n**Error**: KeyError('settings')" in index
+    assert (out / "environment.json").exists()
