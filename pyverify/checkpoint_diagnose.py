@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from pyverify.errors import InputValueError
+from pyverify.model_figures import eps_g, fluctuation, relative_gap
 from pyverify.output import Progress
 
 __all__ = ["read_tokens", "run_checkpoint_diagnose"]
@@ -79,19 +80,8 @@ def read_tokens(path: str | os.PathLike[str], vocab: int) -> list[np.ndarray]:
     return out
 
 
-def _fluctuation(X: np.ndarray) -> tuple[np.ndarray, float]:
-    """Order parameter of a stack (N, L, H, dk, dk): per (L, H) and overall."""
-    mean = X.mean(axis=0)
-    dev2 = np.mean(np.sum((X - mean) ** 2, axis=(-2, -1)), axis=0)
-    m2 = np.sum(mean**2, axis=(-2, -1))
-    per = np.sqrt(dev2) / np.sqrt(np.where(m2 > 0, m2, 1.0))
-    overall = float(np.sqrt(dev2.mean() / max(m2.mean(), np.finfo(float).tiny)))
-    return per, overall
-
-
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    den = float(b.abs().max()) or 1.0
-    return float((a - b).abs().max()) / den
+    return relative_gap(a.cpu().numpy(), b.cpu().numpy())
 
 
 def run_checkpoint_diagnose(
@@ -159,10 +149,9 @@ def run_checkpoint_diagnose(
                 steps.append(step[0])
             # step j's logits are position j's: compare with the full pass's rows n..S-1
             fidelity.append(_rel(torch.stack(steps), full[n:]))
-    order = {t: _fluctuation(np.stack(v)) for t, v in stacks.items()}
+    order = {t: fluctuation(np.stack(v)) for t, v in stacks.items()}
     Gs = np.stack(stacks["G"])  # (N, L, H, dk, dk)
-    norm = np.linalg.norm(Gs[0], axis=(-2, -1))
-    eps = np.max(np.linalg.norm(Gs - Gs[0], axis=(-2, -1)), axis=0) / np.where(norm > 0, norm, 1)
+    eps = eps_g(Gs, Gs[0])
     info = {"checkpoint": os.fspath(checkpoint), "layers": L, "heads": H, "dk": p.dk}
     info.update(d_model=p.d_model, vocab=vocab, n_prompts=len(prompts))
     info["tokens"] = None if tokens is None else os.fspath(tokens)

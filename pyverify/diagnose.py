@@ -76,8 +76,9 @@ def run_diagnose(path_or_name: str | os.PathLike[str], progress: Progress | None
     Parameters
     ----------
     path_or_name : str or path-like
-        ``"trained"``, ``"identity"``, ``"random_normal"`` (the released files in
-        ``../shared/data``), or a path to an ``.npz`` holding ``G_LM``.
+        ``"trained"``, ``"identity"``, ``"random_normal"`` (the released files,
+        shipped in ``pyverify/data/``; ``$PYVERIFY_DATA_DIR`` overrides, see
+        :func:`pyverify.reference.data_dir`), or a path to an ``.npz`` holding ``G_LM``.
     progress : callable, optional
         Called with a line per step.
 

@@ -9,14 +9,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pyverify.errors import InputValueError
+from pyverify.kernels.collapsed import DEFAULT_COMMUTANT_TOL
 from pyverify.output import json_array
 
 __all__ = ["ABSORB_TOL", "MAX_ENTRY", "GCacheDiagnostics", "diagnose_g_cache"]
 
 Array = NDArray[np.float64]
 
-#: Relative tolerance of "G commutes with every RoPE rotation" (the kernels' own).
-ABSORB_TOL = 1e-5
+#: Relative tolerance of "G commutes with every RoPE rotation": the kernels' own
+#: :data:`pyverify.kernels.collapsed.DEFAULT_COMMUTANT_TOL` (the name kept for callers).
+ABSORB_TOL = DEFAULT_COMMUTANT_TOL
 #: Largest entry accepted: squares of dk^2 such entries stay far inside float64's 1.8e308.
 MAX_ENTRY = 1e100
 #: Default relative threshold of the numerical rank is dk * eps(float32) (see the module doc

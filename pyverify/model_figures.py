@@ -17,14 +17,49 @@ __all__ = [
     "InvarianceError",
     "OrderParameter",
     "as_decoder",
+    "eps_g",
+    "fluctuation",
     "invariance_error",
     "order_parameter",
+    "relative_gap",
 ]
 
 Array = NDArray[np.float64]
 
 #: The deductive tensors of a PLGA head, in pipeline order.
 DEDUCTIVE_TENSORS: tuple[str, ...] = ("A", "A_LM", "A_P", "G")
+
+
+def fluctuation(X: Array) -> tuple[Array, float]:
+    """Order parameter of a stack ``X`` of shape (N, L, H, dk, dk) over its N inputs.
+
+    Returns the per (layer, head) ``sqrt(mean_i ||X_i - mean||_F^2) / ||mean||_F``
+    (denominator 1 where the mean is 0) and the overall ratio of the means.
+    """
+    mean = X.mean(axis=0)
+    dev2 = np.mean(np.sum((X - mean) ** 2, axis=(-2, -1)), axis=0)  # (L, H)
+    m2 = np.sum(mean**2, axis=(-2, -1))
+    per = np.sqrt(dev2) / np.sqrt(np.where(m2 > 0, m2, 1.0))
+    overall = float(np.sqrt(dev2.mean() / max(m2.mean(), np.finfo(float).tiny)))
+    return per, overall
+
+
+def eps_g(G_x: Array, G_star: Array) -> Array:
+    """``eps_G`` (L, H): ``max_i ||G_x[i] - G*||_F / ||G*||_F`` (denominator 1 where 0).
+
+    ``G_x`` is (N, L, H, dk, dk), ``G_star`` is (L, H, dk, dk).
+    """
+    norm = np.linalg.norm(G_star, axis=(-2, -1))
+    return np.max(np.linalg.norm(G_x - G_star, axis=(-2, -1)), axis=0) / np.where(
+        norm > 0, norm, 1.0
+    )
+
+
+def relative_gap(a: ArrayLike, b: ArrayLike) -> float:
+    """``max|a - b| / max|b|`` (denominator 1 where ``b`` is all zero)."""
+    a, b = np.asarray(a), np.asarray(b)
+    den = float(np.max(np.abs(b))) or 1.0
+    return float(np.max(np.abs(a - b))) / den
 
 
 def _as_inputs(inputs: Sequence[ArrayLike] | ArrayLike) -> list[NDArray[np.int64]]:
@@ -128,12 +163,7 @@ def order_parameter(
     for t, arrs in stacks.items():
         if not arrs:
             continue
-        X = np.stack(arrs)  # (N, L, H, dk, dk)
-        mean = X.mean(axis=0)
-        dev2 = np.mean(np.sum((X - mean) ** 2, axis=(-2, -1)), axis=0)  # (L, H)
-        m2 = np.sum(mean**2, axis=(-2, -1))
-        per_head[t] = np.sqrt(dev2) / np.sqrt(np.where(m2 > 0, m2, 1.0))
-        overall[t] = float(np.sqrt(dev2.mean() / max(m2.mean(), np.finfo(float).tiny)))
+        per_head[t], overall[t] = fluctuation(np.stack(arrs))  # (N, L, H, dk, dk)
     return OrderParameter(per_head=per_head, overall=overall, n_inputs=len(seqs))
 
 
@@ -198,16 +228,12 @@ def invariance_error(
         G_star = np.stack(g_cache_from(dec.forward(seqs[0])))
     else:
         G_star = np.stack([np.asarray(g, dtype=np.float64) for g in G_cache])
-    norm = np.linalg.norm(G_star, axis=(-2, -1))
-    norm = np.where(norm > 0, norm, 1.0)
-    eps = np.zeros(G_star.shape[:2])
-    gaps = []
+    G_x, gaps = [], []
     for toks in seqs:
         rec = dec.forward(toks)
-        G_x = np.stack(g_cache_from(rec))
-        eps = np.maximum(eps, np.linalg.norm(G_x - G_star, axis=(-2, -1)) / norm)
+        G_x.append(np.stack(g_cache_from(rec)))
         cached = dec.forward(toks, G_cache=list(G_star))
-        den = float(np.max(np.abs(rec.logits))) or 1.0
-        gaps.append(float(np.max(np.abs(cached.logits - rec.logits)) / den))
+        gaps.append(relative_gap(cached.logits, rec.logits))
+    eps = eps_g(np.stack(G_x), G_star)
     return InvarianceError(eps_G=eps, eps_G_max=float(eps.max()), logits_gap=gaps,
                            n_inputs=len(seqs))  # fmt: skip

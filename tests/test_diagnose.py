@@ -156,3 +156,30 @@ def test_cli(capsys, tmp_path):
     assert args.func(args) == 0
     assert "identity_G_LM.npz" in capsys.readouterr().out
     assert json.loads(out.read_text())["summary"]["is_identity"] is True
+
+
+def test_figure_helpers_match_the_spec_written_out():
+    # Oracle: the definitions evaluated head by head with plain loops (math.fsum-free, so
+    # agreement is to a few ulps of float64, not bitwise): rtol 1e-12 leaves a 1e3 margin.
+    from pyverify.model_figures import eps_g, fluctuation, relative_gap
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(5, 2, 3, 4, 4))
+    X[:, 1, 2] = np.arange(16.0).reshape(4, 4) - 7  # constant head, exact mean: order param. 0
+    per, overall = fluctuation(X)
+    for layer, head in np.ndindex(2, 3):
+        m = X[:, layer, head].mean(axis=0)
+        dev = np.mean([np.linalg.norm(x - m) ** 2 for x in X[:, layer, head]])
+        assert per[layer, head] == pytest.approx(np.sqrt(dev) / np.linalg.norm(m), rel=1e-12)
+    assert per[1, 2] == 0.0
+    m = X.mean(axis=0)
+    dev2 = np.mean(np.sum((X - m) ** 2, axis=(-2, -1)))
+    assert overall == pytest.approx(np.sqrt(dev2 / np.mean(np.sum(m**2, axis=(-2, -1)))))
+    eps = eps_g(X, X[0])
+    for layer, head in np.ndindex(2, 3):
+        g0 = X[0, layer, head]
+        want = max(np.linalg.norm(x - g0) for x in X[:, layer, head]) / np.linalg.norm(g0)
+        assert eps[layer, head] == pytest.approx(want, rel=1e-12)
+    assert eps[1, 2] == 0.0 and np.all(eps_g(X[:1], X[0]) == 0)
+    assert relative_gap([1.0, -3.0], [1.0, -2.0]) == 0.5
+    assert relative_gap([0.5, 0.0], [0.0, 0.0]) == 0.5  # all-zero reference: absolute gap

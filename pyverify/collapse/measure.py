@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from pyverify.collapse.model import DEDUCTIVE, PLDRDecoder
+from pyverify.kernels.collapsed import project_to_rope_commutant
 
 __all__ = ["commutant_residual", "deductive_stack", "measure", "order_vs_length", "val_loss"]
 
@@ -52,14 +53,8 @@ def order_param(X: Tensor) -> Tensor:
 
 
 def commutant_residual(G: Tensor) -> Tensor:
-    """Relative distance of ``G (..., dk, dk)`` from the RoPE commutant."""
-    dk = G.shape[-1]
-    P = torch.zeros_like(G)
-    i = torch.arange(0, dk, 2)
-    x = (G[..., i, i] + G[..., i + 1, i + 1]) / 2
-    y = (G[..., i + 1, i] - G[..., i, i + 1]) / 2
-    P[..., i, i], P[..., i + 1, i + 1] = x, x
-    P[..., i + 1, i], P[..., i, i + 1] = y, -y
+    """Relative distance of ``G (..., dk, dk)`` from the RoPE commutant (``dk`` even, finite)."""
+    P = project_to_rope_commutant(G)
     return _fro(G - P) / _fro(G).clamp_min(torch.finfo(G.dtype).tiny)
 
 

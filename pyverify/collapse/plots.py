@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pyverify.errors import InputValueError, MissingInputError
+
 __all__ = ["FIGURES", "draw_all"]
 
 FIGURES = ("losses.png", "order_parameter.png", "invariance.png", "rank.png", "order_vs_length.png")
@@ -42,7 +44,11 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def draw_all(out_dir: Path) -> list[Path]:
-    """Draw every figure of ``out_dir/collapse.json`` into ``out_dir``; return the paths."""
+    """Draw every figure of ``out_dir/collapse.json`` into ``out_dir``; return the paths.
+
+    Raises :class:`~pyverify.errors.MissingInputError` when the file is absent and
+    :class:`~pyverify.errors.InputValueError` when it is not JSON.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -50,8 +56,11 @@ def draw_all(out_dir: Path) -> list[Path]:
 
     src = out_dir / "collapse.json"
     if not src.is_file():
-        raise FileNotFoundError(f"{src} not found: run `pyverify collapse` first")
-    result: dict = json.loads(src.read_text(encoding="utf-8"))
+        raise MissingInputError(f"{src} not found: run `pyverify collapse` first")
+    try:
+        result: dict = json.loads(src.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputValueError(f"{src}: unreadable ({exc})") from exc
     paths = []
 
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pyverify.collapse.plots import FIGURES
+from pyverify.report.markdown import num, table
 
 __all__ = ["COLLAPSED_BELOW", "COLLAPSE_DIR", "collapse_section"]
 
@@ -24,10 +25,6 @@ COLLAPSED_BELOW = 1e-6
 TENSORS = ("A", "A_LM", "A_P", "G")
 
 
-def _g(x: Any) -> str:
-    return "—" if x is None else f"{x:.3g}"
-
-
 def _mx(grid: list[list[float]]) -> float:
     return max(max(row) for row in grid)
 
@@ -36,45 +33,52 @@ def _mn(grid: list[list[float]]) -> float:
     return min(min(row) for row in grid)
 
 
-def _regime_rows(name: str, reg: dict[str, Any]) -> list[str]:
+def _range(grid: list[list[float]]) -> str:
+    return f"{num(_mn(grid))} – {num(_mx(grid))}"
+
+
+def _regime_cells(name: str, reg: dict[str, Any]) -> list[str]:
     first, last = reg["history"][0], reg["history"][-1]
-    cells = [name, f"{reg['peak_lr']:g} / {reg['warmup_frac']:.0%}", _g(last["val_loss"])]
+    cells = [name, f"{reg['peak_lr']:g} / {reg['warmup_frac']:.0%}", num(last["val_loss"])]
     cells += [
-        f"{_g(_mx(first['order_parameter'][t]))} → {_g(_mx(last['order_parameter'][t]))}"
+        f"{num(_mx(first['order_parameter'][t]))} → {num(_mx(last['order_parameter'][t]))}"
         for t in TENSORS
     ]
-    cells += [_g(_mx(last["eps_G"]))]
-    return ["| " + " | ".join(cells) + " |"]
+    return [*cells, num(_mx(last["eps_G"]))]
 
 
-def _struct_rows(name: str, last: dict[str, Any]) -> list[str]:
-    cells = [
-        name,
-        f"{_g(_mn(last['sigma2_over_sigma1_A']))} – {_g(_mx(last['sigma2_over_sigma1_A']))}",
-        f"{_g(_mn(last['numerical_rank_A']))} – {_g(_mx(last['numerical_rank_A']))}",
-        f"{_g(_mn(last['sigma2_over_sigma1_A_LM']))} – {_g(_mx(last['sigma2_over_sigma1_A_LM']))}",
-        f"{_g(_mn(last['numerical_rank_A_LM']))} – {_g(_mx(last['numerical_rank_A_LM']))}",
-        f"{_g(_mn(last['identical_rows_residual_A']))} – "
-        f"{_g(_mx(last['identical_rows_residual_A']))}",
-        f"{_g(_mn(last['commutant_residual_G']))} – {_g(_mx(last['commutant_residual_G']))}",
-    ]
-    return ["| " + " | ".join(cells) + " |"]
+def _struct_cells(name: str, last: dict[str, Any]) -> list[str]:
+    keys = (
+        "sigma2_over_sigma1_A",
+        "numerical_rank_A",
+        "sigma2_over_sigma1_A_LM",
+        "numerical_rank_A_LM",
+        "identical_rows_residual_A",
+        "commutant_residual_G",
+    )
+    return [name, *(_range(last[k]) for k in keys)]
 
 
-def _fid_rows(name: str, reg: dict[str, Any], tim: dict[str, Any]) -> list[str]:
+def _fid_cells(name: str, reg: dict[str, Any], tim: dict[str, Any]) -> list[list[str]]:
     f = reg.get("fidelity")
     if not f:
         return []
     rows = []
     for k, label in (("prompt_G", "prompt's G-cache"), ("mean_G", "probe-mean G")):
         c = f[k]
-        speed = "—"
+        speed = num(None)
         if k == "prompt_G" and tim:
-            speed = f"{_g(tim.get('speedup'))}× ({_g(tim.get('speedup_g_over_kv_a'))}×)"
+            speed = f"{num(tim.get('speedup'))}× ({num(tim.get('speedup_g_over_kv_a'))}×)"
         rows.append(
-            f"| {name} | {label} | {c['tokens_identical']}/{f['n_prompts']} | "
-            f"{_g(c['max_logit_gap'])} | {_g(f['min_top1_margin'])} | "
-            f"{c['margin_covers_gap']}/{f['n_prompts']} | {speed} |"
+            [
+                name,
+                label,
+                f"{c['tokens_identical']}/{f['n_prompts']}",
+                num(c["max_logit_gap"]),
+                num(f["min_top1_margin"]),
+                f"{c['margin_covers_gap']}/{f['n_prompts']}",
+                speed,
+            ]
         )
     return rows
 
@@ -93,7 +97,7 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
             f"- **{name}**: invariance of the deductive tensors (order parameter < "
             f"{COLLAPSED_BELOW:g} in every head) "
             + (f"reproduced for {', '.join(collapsed)}" if collapsed else "**not reproduced**")
-            + f" (largest: {', '.join(f'{t} {_g(op[t])}' for t in TENSORS)}); rank-one A "
+            + f" (largest: {', '.join(f'{t} {num(op[t])}' for t in TENSORS)}); rank-one A "
             + ("reproduced" if rank1 else "**not reproduced**")
             + "; identical rows of A "
             + ("reproduced" if rows else "**not reproduced**")
@@ -137,24 +141,39 @@ def collapse_section(report_dir: Path) -> list[str]:
         "`critical` = the largest commonly stable lr with a short warm-up, `subcritical` = "
         "10x smaller lr with a long warm-up.",
         "",
-        "| regime | peak lr / warm-up | val loss (end) | order param. A (start → end) | A_LM | "
-        "A_P | G | eps_G (end) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, reg in res["regimes"].items():
-        lines += _regime_rows(name, reg)
+    lines += table(
+        [
+            "regime",
+            "peak lr / warm-up",
+            "val loss (end)",
+            "order param. A (start → end)",
+            "A_LM",
+            "A_P",
+            "G",
+            "eps_G (end)",
+        ],
+        [_regime_cells(name, reg) for name, reg in res["regimes"].items()],
+    )
     lines += [
         "",
         "Order parameters and eps_G: the largest over layers x heads. Structure at the end "
         f"(range over layers x heads; numerical rank: singular values above "
         f"{s['rank_rtol']:g} sigma_1, mean over probes):",
         "",
-        "| regime | sigma2/sigma1 of A | rank A | sigma2/sigma1 of A_LM | rank A_LM | "
-        "identical-rows residual of A | RoPE-commutant residual of G |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, reg in res["regimes"].items():
-        lines += _struct_rows(name, reg["history"][-1])
+    lines += table(
+        [
+            "regime",
+            "sigma2/sigma1 of A",
+            "rank A",
+            "sigma2/sigma1 of A_LM",
+            "rank A_LM",
+            "identical-rows residual of A",
+            "RoPE-commutant residual of G",
+        ],
+        [_struct_cells(name, reg["history"][-1]) for name, reg in res["regimes"].items()],
+    )
     lines += [
         "",
         f"Cache fidelity at the end: {s['n_prompts']} prompts of {s['prompt_len']} bytes, "
@@ -165,12 +184,23 @@ def collapse_section(report_dir: Path) -> list[str]:
         "recomputed) / of the KV+G-cache, i.e. the G-cache's own share (float32, best of "
         "3 interleaved, see timings.json).",
         "",
-        "| regime | cache | tokens identical | max logit gap | min top-1 margin | "
-        "margin covers | speed-up |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, reg in res["regimes"].items():
-        lines += _fid_rows(name, reg, tim["regimes"].get(name, {}))
+    lines += table(
+        [
+            "regime",
+            "cache",
+            "tokens identical",
+            "max logit gap",
+            "min top-1 margin",
+            "margin covers",
+            "speed-up",
+        ],
+        [
+            row
+            for name, reg in res["regimes"].items()
+            for row in _fid_cells(name, reg, tim["regimes"].get(name, {}))
+        ],
+    )
     lines += [
         "",
         "Order parameter (largest over layers x heads) vs context length S at the end:",
@@ -182,7 +212,7 @@ def collapse_section(report_dir: Path) -> list[str]:
             lines.append(
                 f"- {name}: "
                 + "; ".join(
-                    f"S={S}: " + ", ".join(f"{t} {_g(ovl[t][i])}" for t in TENSORS)
+                    f"S={S}: " + ", ".join(f"{t} {num(ovl[t][i])}" for t in TENSORS)
                     for i, S in enumerate(ovl["S"])
                 )
             )

@@ -50,3 +50,18 @@ def test_section_reports_measured_verdicts(tmp_path):
 
 def test_section_without_a_saved_run(tmp_path):
     assert "No saved run" in "\n".join(collapse_section(tmp_path))
+
+
+def test_section_cells_without_a_number(tmp_path):
+    # A speed-up that was not measured (None) or is a note (a string) is shown, not a crash.
+    d = tmp_path / "collapse"
+    d.mkdir()
+    res = {"settings": small_config().to_dict(), "regimes": {"critical": _regime(3e-9, 20)}}
+    walls = {"speedup": None, "speedup_g_over_kv_a": "n/a", "train_s": 1.0, "final_s": 2.0}
+    tim = {"threads": 1, "total_s": 3.0, "regimes": {"critical": walls}}
+    (d / "collapse.json").write_text(json.dumps(res))
+    (d / "timings.json").write_text(json.dumps(tim))
+    lines = collapse_section(tmp_path)
+    assert "| critical | prompt's G-cache | 20/20 | 1e-12 | 0.1 | 20/20 | –× (n/a×) |" in lines
+    assert "| critical | probe-mean G | 20/20 | 1e-12 | 0.1 | 20/20 | – |" in lines
+    assert sum(line.startswith("| --- |") for line in lines) == 3

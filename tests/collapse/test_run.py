@@ -73,6 +73,22 @@ def test_plots_only_redraws_from_json(full_small, tmp_path):
         assert (tmp_path / f).read_bytes() == (full_small / f).read_bytes()
 
 
+def test_plots_only_without_json_is_a_one_line_error(tmp_path, capsys):
+    from pyverify.collapse.plots import draw_all
+    from pyverify.errors import InputValueError, MissingInputError
+
+    with pytest.raises(MissingInputError, match=r"collapse\.json not found"):
+        draw_all(tmp_path)
+    assert main(["collapse", "--plots-only", "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path / RESULT_FILE) in err
+    assert "Traceback" not in err and not any((tmp_path / f).exists() for f in FIGURES)
+    (tmp_path / RESULT_FILE).write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputValueError, match="unreadable"):
+        draw_all(tmp_path)
+    assert main(["collapse", "--plots-only", "-o", str(tmp_path)]) == 2
+
+
 def test_resume_with_other_settings_is_refused(full_small, capsys):
     assert (
         main(
