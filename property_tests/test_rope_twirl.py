@@ -27,6 +27,7 @@ the same identity holds with equality in Fractions.
 
 from __future__ import annotations
 
+import cmath
 from fractions import Fraction
 
 import numpy as np
@@ -152,6 +153,9 @@ def test_geometric_sum_identity(impl, angle, S):
     Powers by S products (float64): ``|error| <= 4 S (u_io + u_64)`` on each side."""
     R = impl.rot2(angle)
     w = complex(R[0, 0], R[1, 0])
+    # w is the rotation by `angle` (cos and sin each rounded once to the dtype), so a
+    # wrong angle or sign in rot2 fails here, not only the identity below
+    assert abs(w - cmath.exp(1j * angle)) <= 2 * (impl.u_io + impl.u_compute)
     lhs = (1 - w) * sum(w**n for n in range(S))
     rhs = 1 - w**S
     assert abs(lhs - rhs) <= 8 * S * (impl.u_io + U64) + 8 * S * U64

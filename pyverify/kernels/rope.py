@@ -93,7 +93,7 @@ def rope_matrix(n: int, dk: int, *, base: float = 10000.0, dtype=torch.float64, 
     torch.Tensor
         (dk, dk) orthogonal matrix.
     """
-    ang = rope_angles(torch.tensor([n], device=device), dk, base=base)[0]
+    ang = rope_angles(torch.tensor([n], dtype=torch.float64, device=device), dk, base=base)[0]
     c, s = torch.cos(ang), torch.sin(ang)
     R = torch.zeros(dk, dk, dtype=torch.float64, device=device)
     i = torch.arange(dk // 2, device=device)
