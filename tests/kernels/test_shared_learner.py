@@ -40,8 +40,10 @@ def test_form_detection_and_replication():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
 def test_shared_equals_per_head_and_reference(device, dtype):
     """Same weights in both forms: the same function. Against the float64 reference per
-    (batch, head) within the dtype's usual tolerance (fp64 1e-12, fp32 1e-5; bf16
-    checked against the fp32 kernels' G, the learner running in fp32 for both)."""
+    (batch, head) within the dtype's usual tolerance (fp64 1e-12, fp32 1e-5). bf16: the
+    learner runs in fp32 in both forms, so G agrees to 1e-5; the bf16 outputs may then
+    differ by one bf16 ulp (2^-8) where the forms' G straddle a rounding boundary, hence
+    1e-2 (~2.5 ulp) there; bf16 is not compared with the reference here."""
     heads = shared_heads()
     q, k, v = (torch.tensor(x, device=device) for x in make_qkv(2, 3, 10, 8, seed=1))
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)

@@ -63,7 +63,9 @@ def test_loaded_kernels_logits_equal_author_float32(author, state):
 
 def test_loaded_reference_equals_author_float64(author, state):
     """The float64 reference loader against the author's model run in float64: the same
-    function, so agreement to float64 rounding (the RoPE angle table is float32 in both)."""
+    function, up to the author's RoPE, which builds its angle table in float32 and casts
+    x to float32 (kept as is in the re-created author code). Measured: 1e-7 to 5e-7;
+    1e-5 leaves a 20x margin and still fails any layout or weight mix-up (errors O(1))."""
     a64 = random_author_model(seed=0, **SIZES).double()
     with torch.no_grad():
         want, _ = a64(TOKS)
