@@ -442,8 +442,6 @@ def from_reference(
     def w(x: Any) -> torch.Tensor:  # projection weights: output-major, see _linear
         return _output_major(t(x))
 
-    if not rp.layers:
-        raise InputValueError("ref must have at least one layer")
     head_dtype = dtype if dtype == torch.float64 else torch.float32
     layers = []
     for layer in rp.layers:

@@ -17,18 +17,16 @@ from typing import Any
 
 import torch
 
-from pyverify.errors import InputValueError
 from pyverify.kernels.model import PLGADecoder, from_reference
+from pyverify.kernels.validation import FLOAT_DTYPES, check_device_dtype
 from pyverify.reference.v510 import CheckpointError, load_state_dict, load_v510_params
 
 __all__ = ["CheckpointError", "load_v510"]
 
-_FLOAT = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
-
 
 def _source_dtype(sd: Mapping[str, Any]) -> torch.dtype:
     emb = sd.get("decoder.embedding.weight")
-    if isinstance(emb, torch.Tensor) and emb.dtype in _FLOAT:
+    if isinstance(emb, torch.Tensor) and emb.dtype in FLOAT_DTYPES:
         return emb.dtype
     return torch.float32
 
@@ -62,14 +60,12 @@ def load_v510(
     ------
     CheckpointError
         Unreadable file, missing/unexpected keys or wrong shapes (named).
-    ValueError
-        An unsupported ``dtype`` or ``device``.
+    TypeError, ValueError
+        An unsupported ``dtype`` or ``device`` (as :func:`from_reference`), checked
+        before the file is read.
     """
-    if dtype is not None and dtype not in _FLOAT:
-        raise InputValueError(f"dtype must be one of {[str(d) for d in _FLOAT]}; got {dtype!r}")
+    check_device_dtype(device, torch.float32 if dtype is None else dtype)  # before the I/O
     dev = torch.device("cpu" if device is None else device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InputValueError(f"device={str(dev)!r} requested but CUDA is not available")
     sd = load_state_dict(source)
     name = str(source) if isinstance(source, str | os.PathLike) else None
     params, _ = load_v510_params(sd, name=name)

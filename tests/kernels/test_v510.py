@@ -152,8 +152,11 @@ def test_file_errors_are_one_line(tmp_path):
     junk.write_bytes(b"not a torch file")
     with pytest.raises(CheckpointError, match="not a readable torch file"):
         load_v510(junk)
-    with pytest.raises(ValueError, match="dtype"):
-        load_v510({}, dtype=torch.int32)
+    # the same checks and messages as from_reference, before the file is read
+    with pytest.raises(TypeError, match="^dtype must be one of"):
+        load_v510(tmp_path / "absent.pt", dtype=torch.int32)
+    with pytest.raises(ValueError, match="^device must be a torch device"):
+        load_v510(tmp_path / "absent.pt", device="bogus")
 
 
 def test_ignored_rope_buffers(state):
