@@ -28,6 +28,16 @@ from pyverify.reference import numpy_head as nh
 if TYPE_CHECKING:
     from pyverify.testing.impls import Impl
 
+
+def rel_err(x: object, y: object) -> float:
+    """Norm-wise relative error ``max|x - y| / max|y|`` in float64 (arrays or tensors)."""
+    xa, ya = (
+        np.asarray(t.detach().cpu().double()) if hasattr(t, "detach") else np.asarray(t, float)
+        for t in (x, y)
+    )
+    return float(np.max(np.abs(xa - ya)) / np.max(np.abs(ya)))
+
+
 SAFETY = 2.0
 SILU_LIP = 1.0998  # max |silu'(x)| = 1.0998 (at x ~ 2.4)
 U64 = UNIT_ROUNDOFF["float64"]

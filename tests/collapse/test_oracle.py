@@ -26,13 +26,9 @@ from pyverify.collapse.model import DEDUCTIVE
 from pyverify.collapse.train import train_regime
 from pyverify.diagnose import order_parameter
 from pyverify.reference import Decoder
+from pyverify.testing.bounds import rel_err
 
 RTOL = 1e-9
-
-
-def _rel(x, y) -> float:
-    x, y = np.asarray(x), np.asarray(y)
-    return float(np.max(np.abs(x - y)) / max(np.max(np.abs(y)), 1e-300))
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +49,12 @@ def test_logits_and_deductive_tensors_match_reference(trained):
     for row in toks:
         logits, deds, _ = m64(row[None])
         out = ref.forward(row.numpy())
-        assert _rel(logits[0].detach().numpy(), out.logits) < RTOL
+        assert rel_err(logits[0].detach().numpy(), out.logits) < RTOL
         for layer in range(cfg.model.num_layers):
             for h in range(cfg.model.num_heads):
                 for t in DEDUCTIVE:
                     mine = deds[layer][t][0, h].detach().numpy()
-                    assert _rel(mine, getattr(out.deductive[layer][h], t)) < RTOL, (layer, h, t)
+                    assert rel_err(mine, getattr(out.deductive[layer][h], t)) < RTOL, (layer, h, t)
 
 
 def test_g_cached_decoding_matches_reference(trained):
@@ -77,7 +73,7 @@ def test_g_cached_decoding_matches_reference(trained):
         logits, _, kv = m64(t.view(1, 1), G, kv)
         out = ref.decode_step(int(t), cache)
         cache = out.cache
-        assert _rel(logits[0].detach().numpy(), out.logits) < RTOL
+        assert rel_err(logits[0].detach().numpy(), out.logits) < RTOL
 
 
 def test_kv_a_cached_decoding_matches_reference(trained):
@@ -95,7 +91,7 @@ def test_kv_a_cached_decoding_matches_reference(trained):
         logits, _, kv = m64(t.view(1, 1), None, kv, A)
         out = ref.decode_step(int(t), cache)
         cache = out.cache
-        assert _rel(logits[0].detach().numpy(), out.logits) < RTOL
+        assert rel_err(logits[0].detach().numpy(), out.logits) < RTOL
 
 
 def test_order_parameter_matches_diagnose(trained):

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from pyverify.crosscheck import available_devices
 from pyverify.kernels import from_reference
 from pyverify.reference import PLGAParams
 from pyverify.reference import data as reference_data
+from pyverify.testing.bounds import rel_err
 
 DEVICES = available_devices()
-
-
-def rel_err(x: torch.Tensor | np.ndarray, y: torch.Tensor | np.ndarray) -> float:
-    """Norm-wise relative error max|x - y| / max|y| (in float64)."""
-    xa = x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-    ya = y.detach().cpu().double().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
-    return float(np.max(np.abs(xa - ya)) / np.max(np.abs(ya)))
 
 
 def make_heads(H: int = 3, dk: int = 8, a_dff: int = 12, seed: int = 0) -> list[PLGAParams]:

@@ -153,9 +153,9 @@ def test_file_errors_are_one_line(tmp_path):
     with pytest.raises(CheckpointError, match="not a readable torch file"):
         load_v510(junk)
     # the same checks and messages as from_reference, before the file is read
-    with pytest.raises(TypeError, match="^dtype must be one of"):
+    with pytest.raises(TypeError, match=r"^dtype must be one of"):
         load_v510(tmp_path / "absent.pt", dtype=torch.int32)
-    with pytest.raises(ValueError, match="^device must be a torch device"):
+    with pytest.raises(ValueError, match=r"^device must be a torch device"):
         load_v510(tmp_path / "absent.pt", device="bogus")
 
 

@@ -11,14 +11,10 @@ import pytest
 
 import pyverify.reference as r
 from pyverify.reference import PLGAParams, mp, plga_forward_full
+from pyverify.testing.bounds import rel_err
 
 FIELDS = ("out", "weights", "E")
 DED = ("A", "A_LM", "A_P", "G")
-
-
-def rel_err(a, b):
-    """Normwise relative error max|a - b| / max|b|."""
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
 def compare(q, k, v, p, **kw):
