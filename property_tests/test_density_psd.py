@@ -31,6 +31,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.exact import from_numpy, matmul, transpose
 from pyverify.testing.impls import ALL, gamma, impl_ids
@@ -38,7 +39,7 @@ from pyverify.testing.strategies import arrays, even_dk, examples, fraction_matr
 
 pytestmark = pytest.mark.theorem("density_psd")
 
-U64 = 2.0**-53
+U64 = UNIT_ROUNDOFF["float64"]
 
 
 def density(impl, q) -> np.ndarray:

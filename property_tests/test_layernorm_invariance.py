@@ -49,15 +49,9 @@ def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
     return A[0, 0].to(torch.float64).numpy()
 
 
-def _held(impl, x) -> np.ndarray:
-    """A parameter as the implementation holds it (float32 for the float32 kernels)."""
-    x = np.asarray(x, dtype=np.float64)
-    return x if impl.u_compute == 2.0**-53 else x.astype(np.float32).astype(np.float64)
-
-
 def _bound(impl, X, dX, params, eps) -> np.ndarray:
     """Two-fold first-order bound of one evaluation of the row LayerNorm of X."""
-    g, b = _held(impl, params.ln0_gamma), _held(impl, params.ln0_beta)
+    g, b = impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta)
     return SAFETY * layer_norm_bound(X, dX, g, b, eps, impl.u_compute)
 
 
@@ -87,7 +81,7 @@ def test_row_layernorm_ignores_a_row_shift(impl, case, eps):
     tol = _bound(impl, X, z, params, eps) + _bound(impl, Y, z, params, eps)
     assert np.all(np.abs(a - b) <= tol)
     # the oracle: the float64 formula with gamma/beta as the implementation holds them
-    want = nh.layer_norm_rows(X, _held(impl, params.ln0_gamma), _held(impl, params.ln0_beta), eps)
+    want = nh.layer_norm_rows(X, impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta), eps)
     assert np.all(np.abs(a - want) <= _bound(impl, X, z, params, eps) + 1e-15 * np.abs(want))
 
 
@@ -105,7 +99,7 @@ def test_row_layernorm_without_eps_ignores_positive_scaling(impl, case, k, a):
         np.abs(lx - ly) <= _bound(impl, X, z, params, 0.0) + _bound(impl, Y, z, params, 0.0)
     )
     # any positive factor: a X rounded once to the compute dtype (input error propagated)
-    Ya = _held(impl, a * X)
+    Ya = impl.hold(a * X)
     dY = impl.u_compute * np.abs(a * X)
     la = _ln_impl(impl, Ya, params, 0.0)
     tol = _bound(impl, X, z, params, 0.0) + _bound(impl, a * X, dY, params, 0.0)

@@ -56,11 +56,6 @@ pytestmark = pytest.mark.theorem("metric_positivity")
 OVERFLOW = (PowerLawOverflowError, kern.PowerLawOverflowError)
 
 
-def _eps_in(impl, eps: float) -> float:
-    """The metric epsilon as the compute dtype holds it (1e-9 is not a float32 number)."""
-    return float(np.float32(eps)) if impl.u_compute > 2.0**-53 else eps
-
-
 @st.composite
 def deductive_cases(draw):
     s = draw(st.integers(1, 8))
@@ -78,7 +73,7 @@ def test_metric_and_potential_tensors_are_positive(impl, case):
         res = impl.deductive(impl.round(q), params)
     except OVERFLOW:
         reject()  # the power law left the dtype's range: reported, not returned as inf
-    eps = _eps_in(impl, params.metric_eps)
+    eps = impl.hold(params.metric_eps)
     assert np.all(res.A_LM >= eps)
     assert np.all(res.A_LM > 0)
     # A_P = A_LM ** P > 0: here A_LM >= 1e-9 and |P| <= 3, so A_P >= 1e-27 (normal in fp32)
@@ -96,7 +91,7 @@ def test_positivity_from_any_metric_learner_output(impl, dk, data):
         A_LM, A_P, _ = impl.energy(A, params)
     except OVERFLOW:
         reject()
-    eps = _eps_in(impl, params.metric_eps)
+    eps = impl.hold(params.metric_eps)
     assert np.all(A_LM >= eps)
     assert np.all(A_P > 0)  # P in [0.5, 1.5], A_LM >= 1e-9 -> A_P >= 1e-13.5
 

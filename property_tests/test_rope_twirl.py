@@ -35,6 +35,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.testing.bounds import SAFETY
 from pyverify.testing.exact import add, block_diag, matmul, rot, scale, transpose, zeros
 from pyverify.testing.impls import ALL, impl_ids
@@ -42,7 +43,7 @@ from pyverify.testing.strategies import arrays, even_dk, examples, pythagorean
 
 pytestmark = pytest.mark.theorem("rope_twirl")
 
-U64 = 2.0**-53
+U64 = UNIT_ROUNDOFF["float64"]
 
 
 def twirl_impl(impl, M: np.ndarray, S: int) -> np.ndarray:

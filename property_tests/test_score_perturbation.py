@@ -50,12 +50,6 @@ from pyverify.testing.strategies import (
 pytestmark = pytest.mark.theorem("score_perturbation")
 
 
-def held(impl, G) -> np.ndarray:
-    """An operator as the implementation holds it (its compute dtype)."""
-    G = np.asarray(G, dtype=np.float64)
-    return G if impl.u_compute == 2.0**-53 else G.astype(np.float32).astype(np.float64)
-
-
 def rounding(impl, q, G, k) -> np.ndarray:
     """Entrywise bound ``r(G)`` on a computed score's error."""
     dk = q.shape[1]
@@ -76,7 +70,7 @@ def perturbation_cases(draw, impl):
     s_q, s_k = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     q = impl.round(draw(arrays((s_q, dk), 2.0)))
     k = impl.round(draw(arrays((s_k, dk), 2.0)))
-    G_star = held(impl, np.eye(dk) + draw(arrays((dk, dk), 1.0)) / dk)
+    G_star = impl.hold(np.eye(dk) + draw(arrays((dk, dk), 1.0)) / dk)
     # relative sizes down to 1e-6 where the dtype resolves them: at least 100x the
     # score's rounding bound gamma_{2dk+1}(u) (so that a coordinate pair's score change
     # beats the slack 4 gamma |a b|; float32 at dk = 16: ~2e-4); low precision 0.1 .. 1
@@ -86,7 +80,7 @@ def perturbation_cases(draw, impl):
         lo = max(-6.0, float(np.log10(100 * gamma(2 * dk + 1, impl.u_compute))))
     rho = 10.0 ** draw(st.floats(lo, 0.0))
     U = draw(arrays((dk, dk), 1.0).filter(lambda a: np.abs(a).max() > 0))
-    G = held(impl, G_star + rho * U / np.abs(U).max())
+    G = impl.hold(G_star + rho * U / np.abs(U).max())
     return q, k, G_star, G
 
 
@@ -177,9 +171,9 @@ def test_trained_operator_perturbation_budget(impl, head, rho, seed):
     order of the scores' own rounding (u_32 = 6e-8 times a conditioning of ~64): the
     inequality still holds, through the rounding terms."""
     rng = np.random.default_rng(seed)
-    G_star = held(impl, trained_g_lm()[head])
+    G_star = impl.hold(trained_g_lm()[head])
     U = rng.uniform(-1, 1, G_star.shape)
-    G = held(impl, G_star + U * (rho * np.abs(G_star).max() / np.abs(U).max()))
+    G = impl.hold(G_star + U * (rho * np.abs(G_star).max() / np.abs(U).max()))
     Delta = G - G_star
     q = impl.round(apply_rope(rng.standard_normal((16, 64))))
     k = impl.round(apply_rope(rng.standard_normal((16, 64))))

@@ -42,8 +42,6 @@ from pyverify.reference import (
 from pyverify.reference import numpy_head as nh
 from pyverify.reference.params import SWIGLU_FIELDS
 
-# Unit round-offs, torch dtypes and gamma_n are pyverify.precision's (re-exported here).
-
 
 @dataclass(frozen=True)
 class Impl:
@@ -71,26 +69,30 @@ class Impl:
         t = torch.as_tensor(np.asarray(x, dtype=np.float64)).to(TORCH_DTYPES[self.dtype])
         return t.to(torch.float64).numpy()
 
+    def hold(self, x: Any) -> Any:
+        """``x`` as the implementation holds it in its compute dtype (float64: as given)."""
+        x64 = np.asarray(x, dtype=np.float64)
+        if self.u_compute != UNIT_ROUNDOFF["float64"]:
+            x64 = x64.astype(np.float32).astype(np.float64)
+        return float(x64) if x64.ndim == 0 else x64
+
 
 def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
-    """The head parameters as the implementation holds them: rounded to its compute dtype.
+    """The head parameters as the implementation holds them (:meth:`Impl.hold`).
 
-    The kernels run the metric learner in float32 for float32/bf16/fp16 inputs, so the
-    exact function they approximate is the spec's formula at the float32-rounded weights
-    (and epsilons); float64 implementations use the parameters as given.
+    The kernels run the metric learner in float32 below float64, so they approximate the
+    spec's formula at the float32-rounded weights and epsilons.
     """
-    if impl.u_compute == UNIT_ROUNDOFF["float64"]:
-        return params
-
-    def r(x):
-        return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
-
-    def blk(b):
-        return dataclasses.replace(b, **{f: r(getattr(b, f)) for f in SWIGLU_FIELDS})
-
+    r = impl.hold
     units = [
         dataclasses.replace(
-            un, dense=[blk(b) for b in un.dense], ln_gamma=r(un.ln_gamma), ln_beta=r(un.ln_beta)
+            un,
+            dense=[
+                dataclasses.replace(b, **{f: r(getattr(b, f)) for f in SWIGLU_FIELDS})
+                for b in un.dense
+            ],
+            ln_gamma=r(un.ln_gamma),
+            ln_beta=r(un.ln_beta),
         )
         for un in params.reslayers
     ]
@@ -98,8 +100,8 @@ def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
         params,
         reslayers=units,
         **{f: r(getattr(params, f)) for f in ("ln0_gamma", "ln0_beta", "W", "b", "P", "a", "b_a")},
-        ln_eps=float(np.float32(params.ln_eps)),
-        metric_eps=float(np.float32(params.metric_eps)),
+        ln_eps=r(params.ln_eps),
+        metric_eps=r(params.metric_eps),
     )
 
 
