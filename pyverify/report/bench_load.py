@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyverify.output import Progress
-from pyverify.report.markdown import table
+from pyverify.report.markdown import not_done, table
 
 __all__ = [
     "apply_load_policy",
@@ -137,10 +137,8 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
     """The report's "Benchmarks" section (load marking first)."""
     lines = ["## Benchmarks", ""]
     st = bench.get("status")
-    if st == "skipped":
-        return [*lines, "Not run (`--no-bench`).", ""]
-    if st == "error":
-        return [*lines, f"**Error**: {bench.get('error')}", ""]
+    if short := not_done(lines, bench, "--no-bench", st == "error"):
+        return short
     meta = bench.get("meta") or {}
     lines += load_lines(st, meta)
     if st == "refused":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["num", "sci", "table", "verdict"]
+__all__ = ["not_done", "num", "sci", "table", "verdict"]
 
 
 def sci(x: Any) -> str:
@@ -46,3 +46,10 @@ def verdict(status: str | None) -> str:
         "not run": "not run",
         "n/a": "–",
     }.get(str(status), str(status))
+
+
+def not_done(lines: list[str], part: dict[str, Any], option: str, failed: bool) -> list[str]:
+    """The whole section of a ``part`` skipped by ``option``, or failed without results; else []."""
+    if part.get("status") == "skipped":
+        return [*lines, f"Not run (`{option}`).", ""]
+    return [*lines, f"**Error**: {part.get('error')}", ""] if failed else []

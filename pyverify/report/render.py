@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyverify.report.bench_load import bench_section
+from pyverify.report.markdown import not_done
 from pyverify.report.markdown import num as _g
 from pyverify.report.markdown import sci as _e
 from pyverify.report.markdown import table as _table
@@ -78,17 +79,10 @@ def _theorem_section(data: dict[str, Any], repo_rel: str) -> list[str]:
     return lines
 
 
-def _not_done(lines: list[str], part: dict[str, Any], option: str, failed: bool) -> list[str]:
-    """The whole section of a ``part`` skipped by ``option``, or failed without results; else []."""
-    if part.get("status") == "skipped":
-        return [*lines, f"Not run (`{option}`).", ""]
-    return [*lines, f"**Error**: {part.get('error')}", ""] if failed else []
-
-
 def _lean_section(lean: dict[str, Any]) -> list[str]:
     lines = ["## Lean build", ""]
     st = lean.get("status")
-    if short := _not_done(lines, lean, "--no-lean", st == "error" and not lean.get("modules")):
+    if short := not_done(lines, lean, "--no-lean", st == "error" and not lean.get("modules")):
         return short
     mods = lean.get("modules") or []
     ok = sum(1 for m in mods if m["status"] in ("ok", "built", "cached"))
@@ -118,7 +112,7 @@ def _tests_section(tests: dict[str, Any]) -> list[str]:
     lines = ["## Property tests", ""]
     st = tests.get("status")
     agg = tests.get("aggregate")
-    if short := _not_done(lines, tests, "--no-tests", not agg):
+    if short := not_done(lines, tests, "--no-tests", not agg):
         return short
     tot = agg["totals"]
     lines.append(
