@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,26 +17,22 @@ if TYPE_CHECKING:
     from pyverify.lean.toolchain import Toolchain
 
 
-def _positive(text: str) -> int:
-    """A positive integer option (``--threads``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1; got {value}")
-    return value
+def _int_at_least(low: int, why: str = "") -> Callable[[str], int]:
+    """An ``argparse`` type: an integer >= ``low`` (``why`` is added to the error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}{why}; got {value}")
+        return value
+
+    return parse
 
 
-def _seed(text: str) -> int:
-    """``--seed``: a non-negative integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (a NumPy seed); got {value}")
-    return value
+_seed = _int_at_least(0, " (a NumPy seed)")
 
 
 def _lean_project(args: argparse.Namespace) -> Path:
@@ -354,7 +350,7 @@ def _register_collapse(sub: Any) -> None:
     p.add_argument("--steps", type=int, default=None, help="training steps per regime")
     p.add_argument("--regime", choices=("both", "critical", "subcritical"), default="both")
     p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
-    p.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)
