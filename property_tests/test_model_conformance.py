@@ -35,6 +35,7 @@ arithmetic, not the rounding of weights.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -44,7 +45,15 @@ from hypothesis import strategies as st
 
 from pyverify.kernels.model import from_reference as kernel_decoder
 from pyverify.reference import LN_EPS, METRIC_EPS, ROPE_BASE, Decoder, PLGAParams, plga_forward
-from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, Impl, impl_ids, params_as_used
+from pyverify.reference.params import SWIGLU_FIELDS
+from pyverify.testing.impls import (
+    ALL,
+    UNIT_ROUNDOFF,
+    Impl,
+    impl_ids,
+    map_head_arrays,
+    params_as_used,
+)
 from pyverify.testing.strategies import decoder_g, examples, small_decoder, tokens
 
 # The spec's constants, by value (plga-spec.md): nothing below reads them from parameters.
@@ -140,8 +149,6 @@ def _stack(deds, name: str) -> list[np.ndarray]:
 _DEC = ("embedding", "ln_gamma", "ln_beta", "W_out", "b_out")
 _MHA = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")
 _LAYER = ("ln1_gamma", "ln1_beta", "ln2_gamma", "ln2_beta")
-_FFN = ("W1", "b1", "W2", "b2", "W3", "b3")
-_HEAD = ("ln0_gamma", "ln0_beta", "W", "b", "P", "a", "b_a")
 
 
 def map_params(ref: Decoder, dec, head) -> Decoder:
@@ -157,7 +164,7 @@ def map_params(ref: Decoder, dec, head) -> Decoder:
             mha=dataclasses.replace(
                 on(layer.mha, _MHA, dec), heads=[head(hp) for hp in layer.mha.heads]
             ),
-            ffn=on(layer.ffn, _FFN, dec),
+            ffn=on(layer.ffn, SWIGLU_FIELDS, dec),
         )
         for layer in p.layers
     ]
@@ -213,23 +220,7 @@ def tolerances(impl: Impl, held: Decoder, run, seed: int) -> dict:
         jw = Jitter(rng, np.sqrt(n_dec) * uc)  # backward error of a length-n product
         jh = Jitter(rng, np.sqrt(n_head) * uc)
 
-        def head(hp, jh=jh):
-            units = [
-                dataclasses.replace(
-                    un,
-                    dense=[
-                        dataclasses.replace(b, **{n: jh(getattr(b, n)) for n in _FFN})
-                        for b in un.dense
-                    ],
-                    ln_gamma=jh(un.ln_gamma),
-                    ln_beta=jh(un.ln_beta),
-                )
-                for un in hp.reslayers
-            ]
-            return dataclasses.replace(
-                hp, reslayers=units, **{n: jh(getattr(hp, n)) for n in _HEAD}
-            )
-
+        head = functools.partial(map_head_arrays, fn=jh)
         out = run(map_params(held, jw, head), Jitter(rng, u))
         for k in base:
             move[k] = max(move[k], float(np.max(np.abs(out[k] - base[k]))))

@@ -77,31 +77,29 @@ class Impl:
         return float(x64) if x64.ndim == 0 else x64
 
 
-def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
-    """The head parameters as the implementation holds them (:meth:`Impl.hold`).
-
-    The kernels run the metric learner in float32 below float64, so they approximate the
-    spec's formula at the float32-rounded weights and epsilons.
-    """
-    r = impl.hold
+def map_head_arrays(params: PLGAParams, fn: Any) -> PLGAParams:
+    """``params`` with ``fn`` applied to every array (the learner's, ``W, b, P, a, b_a``)."""
     units = [
         dataclasses.replace(
             un,
             dense=[
-                dataclasses.replace(b, **{f: r(getattr(b, f)) for f in SWIGLU_FIELDS})
+                dataclasses.replace(b, **{f: fn(getattr(b, f)) for f in SWIGLU_FIELDS})
                 for b in un.dense
             ],
-            ln_gamma=r(un.ln_gamma),
-            ln_beta=r(un.ln_beta),
+            ln_gamma=fn(un.ln_gamma),
+            ln_beta=fn(un.ln_beta),
         )
         for un in params.reslayers
     ]
+    head = ("ln0_gamma", "ln0_beta", "W", "b", "P", "a", "b_a")
+    return dataclasses.replace(params, reslayers=units, **{f: fn(getattr(params, f)) for f in head})
+
+
+def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
+    """The head parameters as the kernels hold them (:meth:`Impl.hold`, epsilons too)."""
+    held = map_head_arrays(params, impl.hold)
     return dataclasses.replace(
-        params,
-        reslayers=units,
-        **{f: r(getattr(params, f)) for f in ("ln0_gamma", "ln0_beta", "W", "b", "P", "a", "b_a")},
-        ln_eps=r(params.ln_eps),
-        metric_eps=r(params.metric_eps),
+        held, ln_eps=impl.hold(params.ln_eps), metric_eps=impl.hold(params.metric_eps)
     )
 
 
