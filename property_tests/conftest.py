@@ -23,7 +23,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, settings
 
-pytest_plugins = ["pyverify.pytest_plugin"]
+pytest_plugins = ["pyverify.testing.pytest_plugin"]
 
 # xdist runs one process per core: one torch thread each, no oversubscription.
 torch.set_num_threads(1)

@@ -19,7 +19,7 @@ Tightness: for ``q = a e_i``, ``k = b e_j`` at the entry (i, j) of largest ``|De
 bound is attained: the computed change must be at least ``bound - r(G) - r(G*)`` (a
 mutated scale or operator fails here).
 
-The trained operator: :func:`pyverify.perturbation.budget_summary` on all 70 heads of
+The trained operator: :func:`pyverify.diagnose.perturbation.budget_summary` on all 70 heads of
 ``G_LM`` with perturbations of relative size 1e-6 .. 1e-3; the numbers are printed
 (``pytest -s``) and the statement's consequences asserted on them.
 """
@@ -34,7 +34,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pyverify.perturbation import budget_summary
+from pyverify.diagnose.perturbation import budget_summary
 from pyverify.reference import apply_rope
 from pyverify.testing.bounds import softmax_entry_rel_error
 from pyverify.testing.impls import ALL, FLOAT, REFERENCE, gamma, impl_ids

@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_trace(args: argparse.Namespace) -> int:
     """Print the trace matrix; fail on gaps."""
     from pyverify.paths import repo_root
-    from pyverify.trace import run_trace
+    from pyverify.theorems.trace import run_trace
 
     return run_trace(repo_root())
 
@@ -234,7 +234,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         check_output_file(args.json, "diagnose --json")
     results = []
     if getattr(args, "checkpoint", None):
-        from pyverify.checkpoint_diagnose import format_checkpoint, run_checkpoint_diagnose
+        from pyverify.diagnose.checkpoint import format_checkpoint, run_checkpoint_diagnose
 
         d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed, progress=prog)
         results.append(d)

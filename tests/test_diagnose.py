@@ -161,7 +161,7 @@ def test_cli(capsys, tmp_path):
 def test_figure_helpers_match_the_spec_written_out():
     # Oracle: the definitions evaluated head by head with plain loops (math.fsum-free, so
     # agreement is to a few ulps of float64, not bitwise): rtol 1e-12 leaves a 1e3 margin.
-    from pyverify.model_figures import eps_g, fluctuation, relative_gap
+    from pyverify.diagnose.model import eps_g, fluctuation, relative_gap
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(5, 2, 3, 4, 4))

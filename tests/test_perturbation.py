@@ -1,11 +1,11 @@
-"""pyverify.perturbation: argument checks, determinism, the bound on a small operator."""
+"""pyverify.diagnose.perturbation: argument checks, determinism, the bound on a small operator."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pyverify.perturbation import budget_summary, score_budget
+from pyverify.diagnose.perturbation import budget_summary, score_budget
 
 
 def test_score_budget_rejects_bad_arguments():

@@ -149,7 +149,7 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
         "they are in `benchmarks.json` and here, never in `verification.json`."
     )
     lines += ["", "![benchmark ratios](benchmark_ratios.png)", ""]
-    from pyverify.bench_rows import row_note
+    from pyverify.bench.rows import row_note
 
     rows = []
     for r in bench.get("rows") or []:

@@ -4,5 +4,6 @@
   lists the tests are parametrised over, derived error bounds;
 * :mod:`~pyverify.testing.strategies` -- Hypothesis strategies for PLGA inputs;
 * :mod:`~pyverify.testing.bounds` -- forward error bounds of each stage (vs mpmath);
-* :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks.
+* :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks;
+* :mod:`~pyverify.testing.pytest_plugin` -- the theorem marker and the ID x implementation matrix.
 """

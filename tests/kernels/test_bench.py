@@ -58,7 +58,7 @@ def test_bench_device_errors_are_one_line(capsys):
 
 
 def test_peak_extra_bytes_counts_live_temporaries():
-    from pyverify.bench_memory import peak_extra_bytes
+    from pyverify.bench.memory import peak_extra_bytes
 
     x = torch.randn(256, 256)  # 256 KiB
 
@@ -74,8 +74,8 @@ def test_peak_extra_bytes_counts_live_temporaries():
 
 def test_rows_against_the_author_run(monkeypatch):
     """The row functions run end to end (tiny sizes, a fake timer: wiring, not timing)."""
-    import pyverify.bench_rows as br
-    from pyverify.bench import _row
+    import pyverify.bench.author_rows as br
+    from pyverify.bench.rows import make_row as _row
 
     for name, val in (("H", 2), ("DK", 8), ("A_DFF", 6), ("N_RES", 1), ("N_DENSE", 2)):
         monkeypatch.setattr(br, name, val)

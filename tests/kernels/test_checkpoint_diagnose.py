@@ -9,8 +9,8 @@ import pytest
 import torch
 from v510_author import random_author_model
 
-from pyverify.checkpoint_diagnose import read_tokens, run_checkpoint_diagnose
 from pyverify.cli import main
+from pyverify.diagnose.checkpoint import read_tokens, run_checkpoint_diagnose
 
 SIZES = {"L": 2, "d": 16, "H": 2, "dff": 24, "vocab": 40, "a_dff": 12, "n_res": 1, "n_dense": 2}
 

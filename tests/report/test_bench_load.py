@@ -80,7 +80,7 @@ def test_settle_load_gives_up_after_the_timeout(monkeypatch):
 
 
 def test_bench_table_shows_what_a_row_carries_beside_its_ratio():
-    from pyverify.bench_rows import row_note as _row_note
+    from pyverify.bench.rows import row_note as _row_note
 
     assert _row_note({"ours_peak_mib": 3.0, "baseline_peak_mib": 11.8}) == "peak MiB 3.0 vs 11.8"
     assert _row_note({"learner_gflops": 55.76, "gemm_gflops": 85.28}) == "GFLOP/s 55.8 vs GEMM 85.3"

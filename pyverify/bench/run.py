@@ -16,7 +16,8 @@ ours, ...), after warm-up, and reports the ratio of the medians:
   (target 1/3);
 * Gc: G-cached layer / plain SDPA, target ``1 + 1.5 dk / S``.
 
-The rows against the author's formulation live in :mod:`pyverify.bench_rows`.
+The rows against the author's formulation live in :mod:`pyverify.bench.author_rows`,
+the row format in :mod:`pyverify.bench.rows`, the timing in :mod:`pyverify.bench.timing`.
 The machine's load average (1 min) before and after the run is recorded in
 ``meta``; figures taken while other work shared the cores are marked so by
 ``pyverify report``. Timings never enter pass/fail tests; this module only
@@ -29,88 +30,16 @@ import json
 import os
 import pathlib
 import platform
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from pyverify.bench_rows import DK, H
+from pyverify.bench.rows import DK, H, fmt_row, make_row
+from pyverify.bench.timing import load_average, time_pair
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 
-__all__ = ["check_device", "format_table", "load_average", "run_bench", "time_pair"]
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_pair(
-    ours: Callable[[], Any],
-    baseline: Callable[[], Any],
-    device: torch.device,
-    *,
-    reps: int = 7,
-    warmup: int = 2,
-    max_seconds: float | None = None,
-) -> tuple[float, float]:
-    """Median wall times (ms) of two callables, measured interleaved.
-
-    Parameters
-    ----------
-    ours, baseline : callable
-        Zero-argument functions to time.
-    device : torch.device
-        Synchronised before and after each call on CUDA.
-    reps : int, default 7
-        Timed repetitions of each (interleaved: ours, baseline, ours, ...;
-        the order alternates every repetition to cancel drift).
-    warmup : int, default 2
-        Untimed calls of each first.
-    max_seconds : float, optional
-        Stop after this many seconds of timing (at least 3 repetitions).
-
-    Returns
-    -------
-    tuple of float
-        ``(ours_ms, baseline_ms)`` medians.
-    """
-    with torch.inference_mode():
-        for _ in range(warmup):
-            ours()
-            baseline()
-        _sync(device)
-        t_o, t_b = [], []
-        start = time.perf_counter()
-        for r in range(reps):
-            pair = ((ours, t_o), (baseline, t_b))
-            for fn, acc in pair if r % 2 == 0 else pair[::-1]:
-                _sync(device)
-                t0 = time.perf_counter()
-                fn()
-                _sync(device)
-                acc.append((time.perf_counter() - t0) * 1e3)
-            if max_seconds is not None and r >= 2 and time.perf_counter() - start > max_seconds:
-                break
-    return statistics.median(t_o), statistics.median(t_b)
-
-
-def _row(bench, shape, dtype, device, ours_ms, base_ms, target) -> dict[str, Any]:
-    ratio = ours_ms / base_ms
-    return {
-        "benchmark": bench,
-        "shape": shape,
-        "dtype": str(dtype).replace("torch.", ""),
-        "device": str(device),
-        "ours_ms": round(ours_ms, 4),
-        "baseline_ms": round(base_ms, 4),
-        "ratio": round(ratio, 4),
-        "target": round(target, 4),
-        "meets_target": bool(ratio <= target),
-    }
+__all__ = ["check_device", "run_bench"]
 
 
 def _bench_p1(device, dtype, shapes, reps, progress, rows):
@@ -130,44 +59,8 @@ def _bench_p1(device, dtype, shapes, reps, progress, rows):
             reps=reps,
             max_seconds=20,
         )
-        rows.append(_row("P1 collapsed/SDPA", [B, H, S, DK], dtype, device, o, b, target))
-        progress(_fmt_row(rows[-1]))
-
-
-def _fmt_row(r: dict[str, Any]) -> str:
-    shape = r["shape"]
-    if isinstance(shape, dict):
-        shape = "x".join(f"{k}={v}" for k, v in shape.items())
-    else:
-        shape = "x".join(str(s) for s in shape)
-    ok = "yes" if r["meets_target"] else "NO"
-    return (
-        f"{r['benchmark']:<24} {shape:<36} {r['dtype']:<9} {r['device']:<6} "
-        f"{r['ours_ms']:>10.2f} {r['baseline_ms']:>11.2f} {r['ratio']:>7.3f} "
-        f"{r['target']:>7.3f}  {ok}"
-    )
-
-
-def format_table(result: dict[str, Any]) -> str:
-    """Format the rows of :func:`run_bench`'s result as a text table.
-
-    Parameters
-    ----------
-    result : dict
-        As returned by :func:`run_bench`.
-
-    Returns
-    -------
-    str
-        One line per row, with a header.
-    """
-    head = (
-        f"{'benchmark':<24} {'shape':<36} {'dtype':<9} {'device':<6} "
-        f"{'ours_ms':>10} {'baseline_ms':>11} {'ratio':>7} {'target':>7}  meets"
-    )
-    lines = [head, "-" * len(head)]
-    lines += [_fmt_row(r) for r in result["rows"]]
-    return "\n".join(lines)
+        rows.append(make_row("P1 collapsed/SDPA", [B, H, S, DK], dtype, device, o, b, target))
+        progress(fmt_row(rows[-1]))
 
 
 def check_device(device: str) -> torch.device:
@@ -188,14 +81,6 @@ def check_device(device: str) -> torch.device:
                 f"--device {device!r}: only {torch.cuda.device_count()} CUDA device(s)"
             )
     return dev
-
-
-def load_average() -> float | None:
-    """The 1-minute load average (None where the platform has none)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
 def run_bench(
@@ -241,7 +126,7 @@ def run_bench(
 
 
 def _run(dev, quick, out_json, say) -> dict[str, Any]:
-    from pyverify import bench_rows as br
+    from pyverify.bench import author_rows as br
 
     rows: list[dict[str, Any]] = []
     load_before = load_average()
@@ -268,7 +153,7 @@ def _run(dev, quick, out_json, say) -> dict[str, Any]:
     _bench_p1(dev, p1_dtype, p1, reps, say, rows)
     if dev.type == "cuda":
         _bench_p1(dev, f32, p1[:2], reps, say, rows)
-    args = (reps, say, rows, _row, time_pair)
+    args = (reps, say, rows, make_row, time_pair)
     br.bench_p2_author(dev, f32, p2, *args)
     br.bench_learner(dev, f32, learner, *args)
     br.bench_p3_author(dev, f32, p3, *args)

@@ -29,7 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 (torch convention)
 
-from pyverify.bench_memory import peak_extra_bytes
+from pyverify.bench.memory import peak_extra_bytes
+from pyverify.bench.rows import A_DFF, DK, N_DENSE, N_RES, H, row_line
 from pyverify.output import Progress
 
 __all__ = [
@@ -37,13 +38,9 @@ __all__ = [
     "bench_learner",
     "bench_p2_author",
     "bench_p3_author",
-    "row_note",
     "shared_params",
 ]
 
-# Metric-learner sizes of the paper's PLDR-LLM v51 (A_dff = 170, 8 residual
-# units of 2 SwiGLU blocks), dk = 64, 14 heads.
-H, DK, A_DFF, N_RES, N_DENSE = 14, 64, 170, 8, 2
 
 RowFn = Callable[..., dict[str, Any]]
 
@@ -92,7 +89,7 @@ def bench_p2_author(device, dtype, shapes, reps, say: Progress, rows, row: RowFn
         r["ours_peak_mib"] = _mib(peak_extra_bytes(ours, device))
         r["baseline_peak_mib"] = _mib(peak_extra_bytes(author, device))
         rows.append(r)
-        say(_line(r))
+        say(row_line(r))
 
 
 def _learner_gemms(N: int, device, dtype):
@@ -129,7 +126,7 @@ def bench_learner(device, dtype, batches, reps, say: Progress, rows, row: RowFn,
         r["gemm_gflops"] = round(flops / b / 1e6, 3)
         r["rate_fraction"] = round(b / o, 4)
         rows.append(r)
-        say(_line(r))
+        say(row_line(r))
 
 
 def bench_p3_author(device, dtype, configs, reps, say: Progress, rows, row: RowFn, timer) -> None:
@@ -165,10 +162,10 @@ def bench_p3_author(device, dtype, configs, reps, say: Progress, rows, row: RowF
         r["weights_only_ms"] = round(w, 4)
         r["floor_ratio"] = round(w / b2, 4)
         rows.append(r)
-        say(_line(r))
+        say(row_line(r))
         o, b = timer(ours, lambda m=model, t=toks: m.forward(t), device, reps=reps, max_seconds=30)
         rows.append(row("P3 decode KV+G/full", shape, dtype, device, o, b, 1 / 3))
-        say(_line(rows[-1]))
+        say(row_line(rows[-1]))
 
 
 def _weight_products(model, B: int) -> Callable[[], Any]:
@@ -212,22 +209,4 @@ def bench_gcached(device, dtype, shapes, reps, say: Progress, rows, row: RowFn, 
         )
         r = row("Gc G-cached/SDPA", [B, H, S, DK], dtype, device, o, b, 1 + 1.5 * DK / S)
         rows.append(r)
-        say(_line(r))
-
-
-def row_note(r: dict[str, Any]) -> str:
-    """The figures a row carries beside its ratio (memory, FLOP rates, the P3 floor)."""
-    if "ours_peak_mib" in r:
-        return f"peak MiB {r['ours_peak_mib']:.1f} vs {r['baseline_peak_mib']:.1f}"
-    if "learner_gflops" in r:
-        return f"GFLOP/s {r['learner_gflops']:.1f} vs GEMM {r['gemm_gflops']:.1f}"
-    if "floor_ratio" in r:
-        return f"floor {r['floor_ratio']:.3f} (weight products alone)"
-    return ""
-
-
-def _line(r: dict[str, Any]) -> str:
-    from pyverify.bench import _fmt_row
-
-    note = row_note(r)
-    return _fmt_row(r) + (f"  {note}" if note else "")
+        say(row_line(r))

@@ -1,7 +1,8 @@
 """Pytest plugin: which theorem and which implementation each test checks, and how it went.
 
-Registered by ``property_tests/conftest.py`` (``pytest_plugins = ["pyverify.pytest_plugin"]``)
-or with ``-p pyverify.pytest_plugin``. A test is attributed to
+Registered by ``property_tests/conftest.py``
+(``pytest_plugins = ["pyverify.testing.pytest_plugin"]``) or with
+``-p pyverify.testing.pytest_plugin``. A test is attributed to
 
 * theorem IDs: every ``@pytest.mark.theorem("id", ...)`` on it (module, class or function);
 * an implementation: the ``impl`` parameter (an object with ``name``, ``device`` and
@@ -264,7 +265,7 @@ def collect_matrix(
             "-p",
             "no:xdist",
             "-p",
-            "pyverify.pytest_plugin",
+            "pyverify.testing.pytest_plugin",
             f"--pyverify-collect={out}",
             *(str(p) for p in paths),
         ]

@@ -26,9 +26,9 @@ file or a user's), per layer x head:
   operators are float32, whose rounding alone perturbs the singular values by
   up to about that much, so smaller ones are indistinguishable from 0.
 
-The figures are computed in :mod:`pyverify.gcache_figures`. For a model with a
+The figures are computed in :mod:`pyverify.diagnose.gcache`. For a model with a
 live metric learner (a :class:`pyverify.reference.Decoder`;
-:mod:`pyverify.model_figures`): the paper's **order parameter** (RMS
+:mod:`pyverify.diagnose.model`): the paper's **order parameter** (RMS
 fluctuation of the deductive tensors ``A``, ``A_LM``, ``A_P``, ``G`` over a
 set of inputs, relative to their mean)
 and the **invariance error** ``eps_G`` of a cached ``G*`` against ``G(X)``
@@ -43,9 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from pyverify.errors import InputValueError
-from pyverify.gcache_figures import ABSORB_TOL, GCacheDiagnostics, diagnose_g_cache
-from pyverify.model_figures import (
+from pyverify.diagnose.gcache import ABSORB_TOL, GCacheDiagnostics, diagnose_g_cache
+from pyverify.diagnose.model import (
     DEDUCTIVE_TENSORS,
     InvarianceError,
     OrderParameter,
@@ -53,6 +52,7 @@ from pyverify.model_figures import (
     invariance_error,
     order_parameter,
 )
+from pyverify.errors import InputValueError
 from pyverify.output import Progress, table
 
 __all__ = [

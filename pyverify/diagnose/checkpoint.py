@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyverify.diagnose.model import eps_g, fluctuation, relative_gap
 from pyverify.errors import InputValueError
-from pyverify.model_figures import eps_g, fluctuation, relative_gap
 from pyverify.output import Progress
 
 __all__ = ["read_tokens", "run_checkpoint_diagnose"]

@@ -1,0 +1,36 @@
+"""``pyverify diagnose``: figures of G-caches, live models and checkpoints.
+
+* :mod:`~pyverify.diagnose.run` -- the command's runs on ``G_LM`` files and live models;
+* :mod:`~pyverify.diagnose.gcache` -- figures of a G-cache, head by head;
+* :mod:`~pyverify.diagnose.model` -- order parameter, ``eps_G`` and the logits' gap;
+* :mod:`~pyverify.diagnose.checkpoint` -- a ``pldr_model_v510`` checkpoint's figures;
+* :mod:`~pyverify.diagnose.perturbation` -- the score-perturbation budget of a trained ``G_LM``.
+"""
+
+from pyverify.diagnose.run import (
+    ABSORB_TOL,
+    DEDUCTIVE_TENSORS,
+    GCacheDiagnostics,
+    InvarianceError,
+    OrderParameter,
+    diagnose_g_cache,
+    format_diagnostics,
+    invariance_error,
+    order_parameter,
+    run_diagnose,
+    run_model_diagnose,
+)
+
+__all__ = [
+    "ABSORB_TOL",
+    "DEDUCTIVE_TENSORS",
+    "GCacheDiagnostics",
+    "InvarianceError",
+    "OrderParameter",
+    "diagnose_g_cache",
+    "format_diagnostics",
+    "invariance_error",
+    "order_parameter",
+    "run_diagnose",
+    "run_model_diagnose",
+]
