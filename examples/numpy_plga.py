@@ -37,15 +37,15 @@ def _swiglu_block(x, blk):
     return (_silu(x @ blk.W1 + blk.b1) * (x @ blk.W2 + blk.b2)) @ blk.W3 + blk.b3
 
 
-def metric(D, p):
-    """Steps 2-6 from the density operator: ``(A, A_LM, A_P, G)``."""
+def learner(D, p):
+    """Steps 2-3 from the density operator: ``A = Phi(LayerNorm_rows(D))``."""
     A = layer_norm_rows(D, p.ln0_gamma, p.ln0_beta, p.ln_eps)
     for unit in p.reslayers:
         f = A
         for blk in unit.dense:
             f = _swiglu_block(f, blk)
         A = layer_norm_rows(A + f, unit.ln_gamma, unit.ln_beta, p.ln_eps)
-    return (A, *energy(A, p))
+    return A
 
 
 def energy(A, p):
@@ -64,6 +64,7 @@ class NumpyPLGA:
     capabilities = ("head", "rope", "batched")
     devices = ("cpu",)
     dtypes = ("float64",)
+    energy = staticmethod(energy)  # steps 4-6 (a variant may replace them)
 
     def scores(self, q, k, G):
         """``Q G K^T / sqrt(dk)``."""
@@ -85,10 +86,11 @@ class NumpyPLGA:
         q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
         ded = dict(A=None, A_LM=None, A_P=None)
         if G is None and A is not None:
-            A_LM, A_P, G = energy(np.asarray(A, dtype=np.float64), params)
+            A_LM, A_P, G = self.energy(np.asarray(A, dtype=np.float64), params)
             ded = dict(A=np.asarray(A), A_LM=A_LM, A_P=A_P)
         elif G is None:
-            A, A_LM, A_P, G = metric(self.density(q), params)  # D over all S rows
+            A = learner(self.density(q), params)  # D = Q^T Q over all S rows
+            A_LM, A_P, G = self.energy(A, params)
             ded = dict(A=A, A_LM=A_LM, A_P=A_P)
         E = self.scores(q, k, np.asarray(G, dtype=np.float64))
         w = self.softmax(E, causal=causal)

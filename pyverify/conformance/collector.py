@@ -16,6 +16,7 @@ assertion that failed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,24 +40,41 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Recorder(Path(path)), "pyverify-check-recorder")
 
 
+_PREFIX = re.compile(r"^(?:E |\s*\| ?)")
+
+
+def _plain(line: str) -> str:
+    """A report line without pytest's ``E`` and an exception group's ``|`` prefixes."""
+    while True:
+        m = _PREFIX.match(line)
+        if not m:
+            return line.rstrip()
+        line = line[m.end() :]
+
+
 def failing_example(text: str) -> str:
-    """Hypothesis's falsifying example (with its labelled draws) and the failed check."""
-    elines = [ln[1:].rstrip() for ln in text.splitlines() if ln.startswith("E ")]
-    width = min((len(ln) - len(ln.lstrip()) for ln in elines if ln.strip()), default=0)
-    elines = [ln[width:] for ln in elines]
-    start = next((i for i, ln in enumerate(elines) if "Falsifying example" in ln), None)
+    """Hypothesis's falsifying example (with its labelled draws) and the failed check.
+
+    With several distinct failures (an exception group) the first one is taken.
+    """
+    lines = [_plain(ln) for ln in text.splitlines()]
+    marks = ("Falsifying example", "Failing test case")
+    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith(marks)), None)
     body: list[str] = []
     if start is not None:
-        for ln in elines[start:]:
-            if ln.strip().startswith(("You can reproduce", "@reproduce_failure")):
+        for ln in lines[start:]:
+            if ln.strip().startswith(("You can reproduce", "@reproduce_failure", "+---")):
                 break
             if ln.strip():
                 body.append(ln)
-    head = elines[:start] if start is not None else elines
-    err = next((ln.strip() for ln in head if ln.strip()), "")
+    head = lines[:start] if start is not None else lines
+    err = next((ln.strip() for ln in head if re.match(r"\s*\w*(Error|Exception)\b", ln)), "")
+    width = min((len(ln) - len(ln.lstrip()) for ln in body), default=0)
+    body = [ln[width:] for ln in body]
     if len(body) > _MAX_LINES:
         body = [*body[: _MAX_LINES - 1], f"... ({len(body) - _MAX_LINES + 1} more lines)"]
-    return "\n".join([*([f"failed: {err}"] if err else []), *body])
+    text = "\n".join([*([f"failed: {err[:300]}"] if err else []), *body])
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)  # object addresses differ per run
 
 
 class Recorder:

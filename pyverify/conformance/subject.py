@@ -85,6 +85,13 @@ class Subject:
     def __str__(self) -> str:
         return f"{self.name}-{self.device}-{self.dtype}"
 
+    def __repr__(self) -> str:
+        return f"Subject({str(self)!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How Hypothesis prints it in a falsifying example: the name, no addresses."""
+        printer.text(repr(self))
+
     # ------------------------------------------------------------------ round-off
     @property
     def u_io(self) -> float:
