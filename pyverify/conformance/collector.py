@@ -68,12 +68,19 @@ def failing_example(text: str) -> str:
             if ln.strip():
                 body.append(ln)
     head = lines[:start] if start is not None else lines
-    err = next((ln.strip() for ln in head if re.match(r"\s*\w*(Error|Exception)\b", ln)), "")
+    err = next(
+        (ln.strip() for ln in head if re.match(r"\s*(\w*(Error|Exception)\b|assert\b)", ln)), ""
+    )
+    raw = text.splitlines()
+    first_e = next((i for i, ln in enumerate(raw) if ln.startswith("E ")), len(raw))
+    src = next((ln[1:].strip() for ln in reversed(raw[:first_e]) if ln.startswith(">")), "")
     width = min((len(ln) - len(ln.lstrip()) for ln in body), default=0)
     body = [ln[width:] for ln in body]
     if len(body) > _MAX_LINES:
         body = [*body[: _MAX_LINES - 1], f"... ({len(body) - _MAX_LINES + 1} more lines)"]
-    text = "\n".join([*([f"failed: {err[:300]}"] if err else []), *body])
+    text = "\n".join(
+        [*([f"at: {src[:300]}"] if src else []), *([f"failed: {err[:300]}"] if err else []), *body]
+    )
     return re.sub(r" at 0x[0-9a-fA-F]+", "", text)  # object addresses differ per run
 
 

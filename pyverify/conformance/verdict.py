@@ -39,7 +39,12 @@ def _id_verdict(tests: list[dict]) -> dict[str, Any]:
     other = [t for t in tests if t not in failed and t not in passed and t not in na]
     reasons = sorted({t["reason"][len(NA_PREFIX) :].strip() for t in na})
     if failed:
-        smallest = min(failed, key=lambda t: (len(t["example"]), t["nodeid"]))
+        # a Hypothesis-shrunk example (labelled inputs) first, then the shortest
+        def size(t: dict) -> tuple[bool, int, str]:
+            shrunk = "Falsifying example" in t["example"] or "Failing test case" in t["example"]
+            return (not shrunk, len(t["example"]), t["nodeid"])
+
+        smallest = min(failed, key=size)
         verdict = "failed"
     else:
         smallest = None
