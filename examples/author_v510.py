@@ -189,6 +189,16 @@ class AuthorV510:
             Ep[0, 0],
         )
 
+    def layer_norm_rows(self, X, gamma, beta, eps):
+        """Their metric learner's first LayerNorm (``layernorm1``) on the rows of ``X``."""
+        X = np.asarray(X, dtype=np.float64)
+        mha = self._mha(None, X.shape[-1])
+        mha.layernorm1.weight.data = _t(gamma, self.dtype)
+        mha.layernorm1.bias.data = _t(beta, self.dtype)
+        mha.layernorm1.eps = float(eps)
+        with torch.no_grad():
+            return mha.layernorm1(_t(X, self.dtype))
+
     def scores(self, q, k, G):
         """Their ``Ep`` (scores before the mask) with a given G."""
         return self.plga(q, k, np.zeros((np.shape(k)[0], 1)), None, G=G, causal=False).E

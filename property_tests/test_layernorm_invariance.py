@@ -141,7 +141,7 @@ def _embed(impl, ref: Decoder, tokens) -> tuple[np.ndarray, np.ndarray, np.ndarr
         p = ref.params
         return ref.embed(tokens=np.asarray(tokens)), p.ln_gamma, p.ln_beta
     if impl.name != "kernels":
-        not_applicable(f"the decoder's embedding LayerNorm is not part of the protocol ({impl})")
+        not_applicable("the decoder's embedding LayerNorm is not part of the protocol")
     model = kern.model.from_reference(ref, impl.device, impl.tdtype)
     t = torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
     x = model.embed(t)[0].to(torch.float64).numpy()

@@ -69,7 +69,12 @@ def failing_example(text: str) -> str:
                 body.append(ln)
     head = lines[:start] if start is not None else lines
     err = next(
-        (ln.strip() for ln in head if re.match(r"\s*(\w*(Error|Exception)\b|assert\b)", ln)), ""
+        (
+            ln.strip()
+            for ln in head
+            if re.match(r"\s*(\w*(Error|Exception)\b|assert\b|Failed\b)", ln)
+        ),
+        "",
     )
     raw = text.splitlines()
     first_e = next((i for i, ln in enumerate(raw) if ln.startswith("E ")), len(raw))
