@@ -150,9 +150,9 @@ class Subject:
         """The implementation's plain SDPA (optional)."""
         return as_np(self._fn("sdpa")(q, k, v, causal=causal))
 
-    def collapsed(self, q, k, v, G, *, causal=True) -> np.ndarray:
-        """SDPA on ``Q G`` (optional)."""
-        return as_np(self._fn("collapsed")(q, k, v, G, causal=causal))
+    def collapsed(self, q, k, v, G, *, causal=True, **extra: Any) -> np.ndarray:
+        """SDPA on ``Q G`` (optional; ``extra``: the implementation's own keywords)."""
+        return as_np(self._fn("collapsed")(q, k, v, G, causal=causal, **extra))
 
     def density(self, q) -> np.ndarray:
         """``Q^T Q`` (optional)."""

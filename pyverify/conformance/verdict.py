@@ -99,7 +99,7 @@ def _detail(v: dict[str, Any]) -> str:
         return f"{c['failed']} failed, {c['passed']} passed: {v['failed_tests'][0]}"
     if v["verdict"] == "passed":
         na = f", {c['not_applicable']} not applicable" if c["not_applicable"] else ""
-        return f"{c['passed']} tests passed{na}"
+        return f"{c['passed']} test{'s' if c['passed'] != 1 else ''} passed{na}"
     if v["verdict"] == "not applicable":
         return "; ".join(v["not_applicable"])
     if not any(c.values()):
@@ -142,7 +142,8 @@ def _markdown(v: dict[str, Any]) -> str:
     ]
     for i, d in v["theorems"].items():
         detail = _detail(d).replace("|", "\\|")
-        lines.append(f"| `{i}` | {SUMMARIES[i]} | {d['verdict']} | {detail} |")
+        summary = SUMMARIES[i].replace("|", "\\|")
+        lines.append(f"| `{i}` | {summary} | {d['verdict']} | {detail} |")
     if v["crosscheck"] is not None:
         cc = v["crosscheck"]
         n_ok = sum(r["passed"] for r in cc["rows"])
