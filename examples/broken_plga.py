@@ -16,6 +16,11 @@ ID its bug violates, and that IDs the bug cannot touch still pass:
     ``exp(E) / sum exp(E)`` without subtracting the row maximum: overflows for large
     scores, so adding a large constant to a row changes (NaNs) the result:
     ``softmax_shift``. RoPE (``rope_group``) cannot be affected.
+``g_cache_wrong_layer``
+    token-by-token decoding reads layer 0's G-cache in every layer (the prompt pass and
+    the uncached forward are right): ``incremental_decoding`` and the decoding tests of
+    ``cache_equivalence`` fail (for two or more layers); heads, softmax and RoPE cannot be
+    affected.
 ``no_metric_eps``
     ``A_LM = iSwiGLU(W A + b)`` without ``+ eps``: entries can be exactly 0, so
     ``metric_positivity`` (A_LM > 0) fails. Softmax and RoPE cannot be affected.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 import examples.numpy_plga as base
+from examples.numpy_decoder import NumpyDecoder
 
 
 class GTransposed(base.NumpyPLGA):
@@ -65,6 +71,23 @@ class SoftmaxNoShift(base.NumpyPLGA):
             return w / w.sum(axis=1, keepdims=True)
 
 
+class _WrongLayerDecoder(NumpyDecoder):
+    def _run(self, x, offset=0, caches=None, Gs=None, As=None):
+        if caches is not None and Gs is not None:  # a decoding step: the bug
+            Gs = [Gs[0]] * len(Gs)
+        return super()._run(x, offset, caches, Gs, As)
+
+
+class GCacheWrongLayer(base.NumpyPLGA):
+    """Decoding steps use layer 0's G-cache everywhere."""
+
+    name = "broken-g-cache-wrong-layer"
+
+    def decoder(self, ref):
+        """The example's decoder with the wrong-layer G-cache."""
+        return _WrongLayerDecoder(self, ref.params)
+
+
 def _energy_without_eps(A, p):
     with np.errstate(over="ignore", invalid="ignore"):
         Z = p.W @ A + p.b
@@ -98,3 +121,8 @@ def softmax_no_shift(device: str = "cpu", dtype: str = "float64") -> SoftmaxNoSh
 def no_metric_eps(device: str = "cpu", dtype: str = "float64") -> NoMetricEps:
     """Factory of :class:`NoMetricEps`."""
     return NoMetricEps()
+
+
+def g_cache_wrong_layer(device: str = "cpu", dtype: str = "float64") -> GCacheWrongLayer:
+    """Factory of :class:`GCacheWrongLayer`."""
+    return GCacheWrongLayer()

@@ -3,7 +3,7 @@
 It imports nothing from pyverify's numerics: only the parameter dataclasses it is handed
 and the error class the spec asks for on overflow. ``pyverify check --impl
 examples.numpy_plga:factory`` runs the theorem suite on it (capabilities ``head``,
-``rope`` and ``batched``; no decoder, so the decoder tests are "not applicable").
+``rope``, ``batched``, and ``decoder`` from :mod:`examples.numpy_decoder`).
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ def energy(A, p):
 
 
 class NumpyPLGA:
-    """Capabilities head, rope, batched; float64 on the CPU."""
+    """Capabilities head, rope, batched, decoder; float64 on the CPU."""
 
     name = "numpy-example"
-    capabilities = ("head", "rope", "batched")
+    capabilities = ("head", "rope", "batched", "decoder")
     devices = ("cpu",)
     dtypes = ("float64",)
     energy = staticmethod(energy)  # steps 4-6 (a variant may replace them)
@@ -96,6 +96,10 @@ class NumpyPLGA:
         w = self.softmax(E, causal=causal)
         return dict(out=w @ v, G=np.asarray(G, dtype=np.float64), weights=w, E=E, **ded)
 
+    def sdpa(self, q, k, v, *, causal=True):
+        """Plain SDPA: ``softmax(Q K^T / sqrt(dk)) V``."""
+        return self.softmax(self.scores(q, k, np.eye(np.shape(q)[1])), causal=causal) @ v
+
     def density(self, q):
         """``D = Q^T Q`` (all rows)."""
         return np.asarray(q).T @ np.asarray(q)
@@ -126,6 +130,12 @@ class NumpyPLGA:
         return [[self.plga(q[b, h], k[b, h], v[b, h], heads[h],
                            G=None if G is None else G[b, h]) for h in range(H)]
                 for b in range(B)]  # fmt: skip
+
+    def decoder(self, ref):
+        """The decoder of the spec with ``ref``'s parameters (these heads inside)."""
+        from examples.numpy_decoder import NumpyDecoder
+
+        return NumpyDecoder(self, ref.params)
 
 
 def factory(device: str = "cpu", dtype: str = "float64") -> NumpyPLGA:

@@ -53,7 +53,8 @@ the tests that need them are then reported "not applicable", naming the method):
     empty); ``decode(prompt, rest, *, G=None, use_g_cache=True)`` -> logits
     ``(len(rest), vocab)`` of a prompt pass then one KV(+G)-cached step per token of
     ``rest`` (without ``G``: the prompt's own G, or its ``A`` when ``use_g_cache`` is
-    False); [``collapsed(tokens, G)``] the collapsed (generalised SDPA) model.
+    False); [``collapsed(tokens, G)``] the collapsed (generalised SDPA) model (default:
+    ``forward(tokens, G)``, which is its definition).
 """
 
 from __future__ import annotations

@@ -234,7 +234,13 @@ class SubjectModel:
         return as_np(self._fn("forward")(tokens, G=G))
 
     def collapsed(self, tokens, G) -> np.ndarray:
-        """The collapsed model's logits (optional)."""
+        """The collapsed model's logits (default: the G-cached forward).
+
+        Generalised SDPA with a constant G is the collapse's definition; an implementation
+        with a separate fast path offers ``collapsed`` and that is checked instead.
+        """
+        if not callable(getattr(self.model, "collapsed", None)):
+            return self.forward(tokens, G=G)
         return as_np(self._fn("collapsed")(tokens, G))
 
     def deductive(self, tokens) -> list[list[HeadResult]]:
