@@ -110,7 +110,7 @@ class AuthorV510:
     """Their ``plga_layer`` and metric learner behind the protocol."""
 
     name = "author-v510"
-    capabilities = ("head", "rope")
+    capabilities = ("head", "rope", "decoder")
     devices = ("cpu",)
     dtypes = ("float32", "float64")
 
@@ -248,6 +248,133 @@ class AuthorV510:
             not_applicable(f"author RoPE is a table of positions 0..{MAX_SEQ_LEN - 1}")
         rows = self.rope(np.eye(dk)[:, None, :], offset=int(n))[:, 0, :]  # e_i at position n
         return torch.as_tensor(rows).T
+
+    # ------------------------------------------------------------------ decoder
+    def decoder(self, ref):
+        """Their ``PLDR_Model`` holding ``ref``'s parameters."""
+        return AuthorModel(self, ref.params)
+
+
+def _learner_arrays(h) -> list:
+    dense = [x for u in h.reslayers for b in u.dense for x in (b.W1, b.b1, b.W2, b.b2, b.W3, b.b3)]
+    norms = [x for u in h.reslayers for x in (u.ln_gamma, u.ln_beta)]
+    return [h.ln0_gamma, h.ln0_beta, *norms, *dense]
+
+
+def _shared_learner(heads) -> bool:
+    """Whether every head carries the same metric learner (their model has one a layer)."""
+    first = _learner_arrays(heads[0])
+    return all(
+        all(np.array_equal(x, y) for x, y in zip(first, _learner_arrays(h), strict=True))
+        for h in heads[1:]
+    )
+
+
+class AuthorModel:
+    """Their ``PLDR_Model`` behind the protocol's model methods (batch 1)."""
+
+    def __init__(self, impl: AuthorV510, p) -> None:
+        heads0 = p.layers[0].mha.heads
+        if not all(_shared_learner(layer.mha.heads) for layer in p.layers):
+            not_applicable("their metric learner is shared by a layer's heads (one per head here)")
+        units = heads0[0].reslayers
+        torch.manual_seed(0)  # every parameter is overwritten below
+        m = impl.m.PLDR_Model(
+            num_layers=len(p.layers),
+            d_model=p.embedding.shape[1],
+            num_heads=len(heads0),
+            dff=p.layers[0].ffn.W1.shape[1],
+            input_vocab_size=p.embedding.shape[0],
+            A_dff=units[0].dense[0].W1.shape[1] if units else 1,
+            num_reslayerA=len(units),
+            num_denseA=len(units[0].dense) if units else 0,
+        ).to(impl.dtype)
+        dt = impl.dtype
+        m.decoder.embedding.weight.data = _t(p.embedding, dt)
+        m.decoder.layernorm1.weight.data = _t(p.ln_gamma, dt)
+        m.decoder.layernorm1.bias.data = _t(p.ln_beta, dt)
+        for layer, mod in zip(p.layers, m.decoder.dec_layers, strict=True):
+            a = layer.mha
+            for lin, W, b in (
+                (mod.mha1.wq, a.Wq, a.bq),
+                (mod.mha1.wk, a.Wk, a.bk),
+                (mod.mha1.wv, a.Wv, a.bv),
+                (mod.mha1.dense, a.Wo, a.bo),
+            ):
+                _set_linear(lin, W, b, dt)
+            head = impl._mha(a.heads[0], a.heads[0].dk)  # the shared learner, loaded
+            mod.mha1.layernorm1.load_state_dict(head.layernorm1.state_dict())
+            mod.mha1.reslayerAs.load_state_dict(head.reslayerAs.state_dict())
+            for name, f in (
+                ("Wlst", "W"),
+                ("blst", "b"),
+                ("pwlst", "P"),
+                ("alst", "a"),
+                ("balst", "b_a"),
+            ):
+                stack = np.stack([getattr(h, f) for h in a.heads])
+                getattr(mod.mha1.plgatt_layer, name).data = _t(stack, dt)
+            for ln, g, b in (
+                (mod.layernorm1, layer.ln1_gamma, layer.ln1_beta),
+                (mod.layernorm2, layer.ln2_gamma, layer.ln2_beta),
+            ):
+                ln.weight.data, ln.bias.data = _t(g, dt), _t(b, dt)
+            f = layer.ffn
+            for lin, W, b in (
+                (mod.ffn.gluw1, f.W1, f.b1),
+                (mod.ffn.gluw2, f.W2, f.b2),
+                (mod.ffn.gluw3, f.W3, f.b3),
+            ):
+                _set_linear(lin, W, b, dt)
+        _set_linear(m.final_layer, p.W_out, p.b_out, dt)
+        self.m, self.dt = m.eval(), dt
+
+    def _call(self, tokens, kv=None, gc=None):
+        tok = torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
+        S = tok.shape[1]
+        # their look-ahead mask (their generation script also masks token id 0 as padding;
+        # the spec has no padding, so only the causal part is passed); none when cached
+        mask = None if kv is not None else 1 - torch.tril(torch.ones(S, S, dtype=self.dt))
+        with torch.no_grad():
+            return self.m([tok, mask], kvcachelst=kv, Gcachelst=gc)
+
+    def _gcache(self, G):
+        return None if G is None else [[None, _t(g, self.dt)[None]] for g in G]
+
+    def forward(self, tokens, G=None):
+        """Logits ``(S, vocab)``; with ``G`` their G-cached forward (``Gcachelst``)."""
+        return self._call(tokens, gc=self._gcache(G))[0][0]
+
+    def deductive(self, tokens):
+        """``[layer][head]``: A from their KV-cache, A_LM and G from their att weights."""
+        _, _, att, kv = self._call(tokens)
+        out = []
+        for (AW, pw, _, _, avAp, _), (_, _, A) in zip(att, kv, strict=True):
+            A_P = torch.pow(AW, pw[None])  # their A_P (not returned), by their operation
+            out.append(
+                [
+                    HeadResult(np.zeros(0), A[0, h], AW[0, h], A_P[0, h], avAp[0, h])
+                    for h in range(AW.shape[1])
+                ]
+            )
+        return out
+
+    def decode(self, prompt, rest, *, G=None, use_g_cache=True):
+        """Their generation loop: a prompt pass, then one token a step.
+
+        The KV-cache holds the prompt's A; the G-cache ``[A_LM, G]`` per layer.
+        """
+        gc = self._gcache(G)
+        _, _, att, kv = self._call(prompt, gc=gc)
+        if gc is None and use_g_cache:
+            gc = [[t[0], t[4]] for t in att]
+        logits = []
+        for tok in rest:
+            pred, _, att, kv = self._call([int(tok)], kv=kv, gc=gc)
+            if gc is not None:
+                gc = [[t[0], t[4]] for t in att]
+            logits.append(pred[0, -1].to(torch.float64).numpy())
+        return np.array(logits)
 
 
 def factory(device: str = "cpu", dtype: str = "float32") -> AuthorV510:
