@@ -25,7 +25,8 @@ torchtune's code). ``pip install --no-deps --target DIR torchtune==0.6.1`` and
 
 Capabilities ``head`` and ``rope`` (float32 as trained, and float64 by ``module.double()``;
 their ``sqrt(dk)`` stays float32); their RoPE is a position table, so a rotation at a
-negative or non-integer position is "not applicable".
+negative or non-integer position, and a decoder whose heads have separate metric learners,
+are outside its domain (``outside_domain``: Hypothesis draws another example).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pyverify.conformance import outside_domain
 from pyverify.conformance.protocol import HeadResult
-from pyverify.conformance.subject import not_applicable
 from pyverify.errors import InputValueError, MissingInputError
 
 ENV = "PYVERIFY_AUTHOR_SRC"
@@ -110,7 +111,7 @@ class AuthorV510:
     """Their ``plga_layer`` and metric learner behind the protocol."""
 
     name = "author-v510"
-    capabilities = ("head", "rope", "decoder")
+    capabilities = ("head", "rope", "batched", "decoder")
     devices = ("cpu",)
     dtypes = ("float32", "float64")
 
@@ -122,13 +123,21 @@ class AuthorV510:
 
     # ------------------------------------------------------------------ head
     def _mha(self, params, dk: int):
-        """Their multi-head module (one head) holding ``params``."""
+        """Their multi-head module holding ``params`` (one head, or H sharing a learner)."""
+        heads = params if isinstance(params, list) else [params]
+        if params is not None and not _shared_learner(heads):
+            outside_domain("their metric learner is shared by a layer's heads (one per head here)")
+        params = heads[0]
         units = params.reslayers if params is not None else []
         a_dff = units[0].dense[0].W1.shape[1] if units and units[0].dense else 1
         n_dense = len(units[0].dense) if units else 0
         torch.manual_seed(0)  # their constructor initialises at random; all is overwritten
         mha = self.m.plgMultiHeadAttention(
-            d_model=dk, num_heads=1, A_dff=a_dff, num_reslayerA=len(units), num_denseA=n_dense
+            d_model=dk * len(heads),
+            num_heads=len(heads),
+            A_dff=a_dff,
+            num_reslayerA=len(units),
+            num_denseA=n_dense,
         )
         mha = mha.to(self.dtype)
         if params is None:
@@ -144,14 +153,15 @@ class AuthorV510:
             mod.layernormA.weight.data = _t(unit.ln_gamma, self.dtype)
             mod.layernormA.bias.data = _t(unit.ln_beta, self.dtype)
         layer = mha.plgatt_layer
-        for name, arr in (
-            ("Wlst", params.W),
-            ("blst", params.b),
-            ("pwlst", params.P),
-            ("alst", params.a),
-            ("balst", params.b_a),
+        for name, f in (
+            ("Wlst", "W"),
+            ("blst", "b"),
+            ("pwlst", "P"),
+            ("alst", "a"),
+            ("balst", "b_a"),
         ):
-            getattr(layer, name).data = _t(arr, self.dtype)[None]
+            stack = np.stack([getattr(h, f) for h in heads])
+            getattr(layer, name).data = _t(stack, self.dtype)
         return mha
 
     @staticmethod
@@ -163,31 +173,36 @@ class AuthorV510:
     def plga(self, q, k, v, params, *, G=None, A=None, causal=True) -> HeadResult:
         """Their head (``plga_layer``), A from their learner unless ``A``/``G`` is given."""
         q4, k4, v4 = (_t(x, self.dtype)[None, None] for x in (q, k, v))
+        G4 = None if G is None else _t(G, self.dtype)[None, None]
+        A4 = None if A is None else _t(A, self.dtype)[None, None]
+        r = self._heads(q4, k4, v4, params, G4, A4, causal)
+        return HeadResult(*(None if x is None else x[0, 0] for x in (
+            r.out, r.A, r.A_LM, r.A_P, r.G, r.weights, r.E)))  # fmt: skip
+
+    def plga_batched(self, q, k, v, heads, *, G=None) -> HeadResult:
+        """Their multi-head layer on ``(B, H, S, dk)`` (one learner shared by the heads)."""
+        q4, k4, v4 = (_t(x, self.dtype) for x in (q, k, v))
+        G4 = None if G is None else _t(G, self.dtype).expand(*q4.shape[:2], *np.shape(G)[-2:])
+        return self._heads(q4, k4, v4, list(heads), G4, None, True)
+
+    def _heads(self, q4, k4, v4, params, G4, A4, causal) -> HeadResult:
+        """Stacked results of their layer: learner, then ``plga_layer``."""
         dk = q4.shape[-1]
         mha = self._mha(params, dk)
         with torch.no_grad():
-            if G is None and A is None:
+            if G4 is None and A4 is None:
                 At = torch.matmul(q4.transpose(-1, -2), q4)  # their D = q^T q
                 At = mha.layernorm1(At)
                 for unit in mha.reslayerAs:
                     At = unit([At])
-            elif G is None:
-                At = _t(A, self.dtype)[None, None]
             else:
-                At = None
-            gcache = None if G is None else [None, _t(G, self.dtype)[None, None]]
+                At = A4
+            gcache = None if G4 is None else [None, G4]
             mask = self._mask(q4.shape[-2], k4.shape[-2], causal, self.dtype)
             out, (AW, pw, _, _, avAp, Ep) = mha.plgatt_layer([q4, k4, v4, At, mask], Gcache=gcache)
-            A_P = None if G is not None else torch.pow(AW, pw)
-        return HeadResult(
-            out[0, 0],
-            None if At is None else At[0, 0],
-            None if G is not None else AW[0, 0],
-            None if A_P is None else A_P[0, 0],
-            avAp[0, 0],
-            None,
-            Ep[0, 0],
-        )
+            A_P = None if G4 is not None else torch.pow(AW, pw)
+        cached = G4 is not None
+        return HeadResult(out, At, None if cached else AW, A_P, avAp, None, Ep)
 
     def layer_norm_rows(self, X, gamma, beta, eps):
         """Their metric learner's first LayerNorm (``layernorm1``) on the rows of ``X``."""
@@ -235,7 +250,7 @@ class AuthorV510:
         if not (
             isinstance(offset, (int, np.integer)) and 0 <= offset and offset + S <= MAX_SEQ_LEN
         ):
-            not_applicable(f"author RoPE is a table of positions 0..{MAX_SEQ_LEN - 1}")
+            outside_domain(f"their RoPE is a table of positions 0..{MAX_SEQ_LEN - 1}")
         flat = _t(x.reshape(-1, S, dk), self.dtype)[:, :, None, :]  # (B, S, H=1, dk)
         pos = torch.arange(offset, offset + S)[None].expand(flat.shape[0], S)
         with torch.no_grad():
@@ -245,7 +260,7 @@ class AuthorV510:
     def rotation_matrix(self, n, dk):
         """``R_n`` read off their rotary module: row i of ``e_i R_n^T`` is column i of R_n."""
         if float(n) != int(n) or int(n) < 0:
-            not_applicable(f"author RoPE is a table of positions 0..{MAX_SEQ_LEN - 1}")
+            outside_domain(f"their RoPE is a table of positions 0..{MAX_SEQ_LEN - 1}")
         rows = self.rope(np.eye(dk)[:, None, :], offset=int(n))[:, 0, :]  # e_i at position n
         return torch.as_tensor(rows).T
 
@@ -276,7 +291,7 @@ class AuthorModel:
     def __init__(self, impl: AuthorV510, p) -> None:
         heads0 = p.layers[0].mha.heads
         if not all(_shared_learner(layer.mha.heads) for layer in p.layers):
-            not_applicable("their metric learner is shared by a layer's heads (one per head here)")
+            outside_domain("their metric learner is shared by a layer's heads (one per head here)")
         units = heads0[0].reslayers
         torch.manual_seed(0)  # every parameter is overwritten below
         m = impl.m.PLDR_Model(

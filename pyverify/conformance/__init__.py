@@ -15,5 +15,6 @@ See ``docs/conformance.md``.
 from __future__ import annotations
 
 from pyverify.conformance.protocol import CAPABILITIES, OPTIONAL, HeadResult, Implementation
+from pyverify.conformance.subject import outside_domain
 
-__all__ = ["CAPABILITIES", "OPTIONAL", "HeadResult", "Implementation"]
+__all__ = ["CAPABILITIES", "OPTIONAL", "HeadResult", "Implementation", "outside_domain"]

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from pyverify.conformance.subject import NA_PREFIX
+
 PREFIX = "##pyverify-check"
 _MAX_LINES = 60
 
@@ -104,7 +106,12 @@ class Recorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Record one phase; print the progress line after teardown."""
         rec = self.records.setdefault(report.nodeid, self._new(report))
-        if report.failed:
+        if report.failed and "hypothesis.errors.Unsatisfiable" in report.longreprtext:
+            rec["outcome"] = "skipped"  # every drawn example was outside the domain
+            rec["reason"] = (
+                f"{NA_PREFIX} every drawn example was outside the implementation's domain"
+            )
+        elif report.failed:
             rec["outcome"] = "failed" if report.when == "call" else "error"
             rec["example"] = failing_example(report.longreprtext)
         elif report.skipped and rec["outcome"] is None:

@@ -27,7 +27,7 @@ from pyverify.conformance.protocol import (
 )
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
 
-__all__ = ["NA_PREFIX", "Subject", "SubjectModel", "as_np", "not_applicable"]
+__all__ = ["NA_PREFIX", "Subject", "SubjectModel", "as_np", "not_applicable", "outside_domain"]
 
 #: Prefix of the skip reason of a test the implementation cannot run.
 NA_PREFIX = "not applicable:"
@@ -38,6 +38,24 @@ def not_applicable(what: str) -> NoReturn:
     import pytest
 
     pytest.skip(f"{NA_PREFIX} {what}")
+
+
+def outside_domain(what: str) -> NoReturn:
+    """Declare the current input outside the implementation's domain.
+
+    For inputs an implementation cannot represent at all (a RoPE that is a table of
+    non-negative positions, a model whose metric learner is shared by a layer's heads):
+    inside a Hypothesis test the example is rejected and another one drawn (a test whose
+    every example is rejected is reported not applicable); elsewhere the test is not
+    applicable, naming ``what``.
+    """
+    from hypothesis.control import currently_in_test_context
+
+    if currently_in_test_context():
+        from hypothesis import reject
+
+        reject()
+    not_applicable(f"outside the implementation's domain: {what}")
 
 
 def as_np(x: Any) -> Any:
