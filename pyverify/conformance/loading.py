@@ -138,7 +138,7 @@ def load(
     if not callable(factory):
         raise ImplementationError(f"module {mod_name!r} has no callable {attr!r}")
     first = _call(factory, where)
-    name, caps, decl_dev, decl_dt, compute = _check(first, where)
+    name, caps, decl_dev, decl_dt, _ = _check(first, where)
     if name in RESERVED_NAMES and not allow_reserved:
         raise ImplementationError(f"{where}: name {name!r} is reserved (a shipped implementation)")
     want_dev = _restrict(decl_dev, devices, "device", where)
@@ -152,8 +152,8 @@ def load(
     for dev in want_dev:
         for dt in want_dt:
             obj = _call(factory, where, device=dev, dtype=dt) if keywords else first
-            _check(obj, where)
-            out.append(Subject(name, dev, dt, obj, frozenset(caps), compute if compute else ""))
+            compute = _check(obj, where)[4]  # the compute dtype may depend on the dtype
+            out.append(Subject(name, dev, dt, obj, frozenset(caps), compute))
     return out
 
 

@@ -128,6 +128,9 @@ def test_shipped_implementations_are_plugins_of_the_same_protocol():
     (ref,) = load("pyverify.conformance.shipped:reference", allow_reserved=True)
     ker = load("pyverify.conformance.shipped:kernels", dtypes=["float32"], allow_reserved=True)
     assert str(ref) == "reference-cpu-float64" and {s.dtype for s in ker} == {"float32"}
+    # the compute dtype is read from each configuration (float64 computes in float64)
+    k64 = load("pyverify.conformance.shipped:kernels", dtypes=["float64"], allow_reserved=True)
+    assert k64[0].u_compute == 2.0**-53 and ker[0].u_compute == 2.0**-24
     q = np.arange(8.0).reshape(4, 2) / 7
     np.testing.assert_allclose(ker[0].rope(q), ref.rope(q), rtol=0, atol=1e-6)
     with pytest.raises(ImplementationError, match="reserved"):
