@@ -31,7 +31,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, settings
 
-from pyverify.testing.impls import SUBJECTS
+from pyverify.errors import UserError
+
+try:
+    from pyverify.testing.impls import SUBJECTS
+except UserError as exc:  # PYVERIFY_IMPL names an implementation that does not load
+    raise pytest.UsageError(f"PYVERIFY_IMPL: {exc}") from None
 
 pytest_plugins = ["pyverify.testing.pytest_plugin"]
 
