@@ -13,6 +13,14 @@ Profiles (chosen by the environment variable ``HYPOTHESIS_PROFILE``, default ``c
 ``mutation``
     the ``ci`` examples without the shrink phase: a mutant is killed by the first failing
     example, and shrinking it would only cost time (``tox -e mutation``).
+``quick``
+    the ``ci`` profile with 5 examples a test (``pyverify check --quick``).
+
+An implementation of :mod:`pyverify.conformance.protocol` named by
+``PYVERIFY_IMPL=module:factory`` replaces the shipped ones: ``ALL`` and ``FLOAT`` of
+:mod:`pyverify.testing.impls` hold its subjects, and every test attributed to another
+implementation (the reference- or kernel-only tests, the exact checks) is deselected.
+``PYVERIFY_IDS=id,id`` keeps only the tests of those theorem IDs.
 """
 
 from __future__ import annotations
@@ -22,6 +30,13 @@ import os
 import pytest
 import torch
 from hypothesis import HealthCheck, Phase, settings
+
+from pyverify.errors import UserError
+
+try:
+    from pyverify.testing.impls import SUBJECTS
+except UserError as exc:  # PYVERIFY_IMPL names an implementation that does not load
+    raise pytest.UsageError(f"PYVERIFY_IMPL: {exc}") from None
 
 pytest_plugins = ["pyverify.testing.pytest_plugin"]
 
@@ -46,6 +61,7 @@ settings.register_profile(
     settings.get_profile("ci"),
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
+settings.register_profile("quick", settings.get_profile("ci"), max_examples=5)
 settings.register_profile(
     "dev",
     deadline=None,
@@ -62,3 +78,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "implementation(name, device='cpu', dtype='exact'): the implementation a test "
         "with no `impl` parameter is attributed to (exact rational or symbolic checks)",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep only the ``PYVERIFY_IMPL`` implementation's tests and the ``PYVERIFY_IDS`` IDs."""
+    from pyverify.testing.pytest_plugin import attribution  # registered above: no re-import
+
+    names = {s.name for s in SUBJECTS} if SUBJECTS is not None else None
+    ids = {x.strip() for x in os.environ.get("PYVERIFY_IDS", "").split(",") if x.strip()}
+    keep, drop = [], []
+    for item in items:
+        att = attribution(item)
+        ok = names is None or att["implementation"] in names
+        ok = ok and (not ids or bool(ids & set(att["theorems"])))
+        (keep if ok else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

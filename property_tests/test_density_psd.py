@@ -26,13 +26,10 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import pyverify.kernels as kern
 from pyverify.precision import UNIT_ROUNDOFF
-from pyverify.reference import numpy_head as nh
 from pyverify.testing.exact import from_numpy, matmul, transpose
 from pyverify.testing.impls import ALL, gamma, impl_ids
 from pyverify.testing.strategies import arrays, even_dk, examples, fraction_matrix
@@ -43,11 +40,8 @@ U64 = UNIT_ROUNDOFF["float64"]
 
 
 def density(impl, q) -> np.ndarray:
-    """The implementation's ``Q^T Q`` (float64 copy)."""
-    if impl.name == "reference":
-        return nh.density(q)
-    d = kern.density_operator(impl.t(q)[None, None])
-    return d[0, 0].to(torch.float64).numpy()
+    """The implementation's ``Q^T Q`` (float64 copy; the protocol's optional ``density``)."""
+    return impl.density(q)
 
 
 @st.composite

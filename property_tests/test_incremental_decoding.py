@@ -97,7 +97,11 @@ def decode(impl, ref: Decoder, toks, n: int, *, G=None, from_prompt=False) -> np
     """Logits of positions ``n ..`` by prompt pass + one decode step per token."""
     if impl.name == "reference":
         return _decode_reference(ref, toks, n, G, from_prompt)
-    return _decode_kernels(impl, ref, toks, n, G, from_prompt)
+    if impl.name == "kernels":
+        return _decode_kernels(impl, ref, toks, n, G, from_prompt)
+    # any other implementation: its protocol decoder (the shipped two also have their
+    # caches' growth checked above; a plugin's cache layout is its own)
+    return impl.decoder(ref).decode(toks[:n], toks[n:], G=G)
 
 
 def prompt_g(impl, ref: Decoder, prompt) -> list[np.ndarray]:

@@ -31,6 +31,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
+from pyverify.conformance.subject import not_applicable
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.bounds import SAFETY, layer_norm_bound
@@ -41,12 +42,9 @@ pytestmark = pytest.mark.theorem("layernorm_invariance")
 
 
 def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
-    """The implementation's row LayerNorm of X (dk x dk): metric learner, no units."""
-    if impl.name == "reference":
-        return nh.layer_norm_rows(X, params.ln0_gamma, params.ln0_beta, eps)
-    hp = dataclasses.replace(impl.heads(params), ln_eps=eps)
-    A = kern.metric_learner(impl.t(X, impl.cdtype)[None, None], hp)
-    return A[0, 0].to(torch.float64).numpy()
+    """The implementation's row LayerNorm of X (dk x dk): the protocol's optional
+    ``layer_norm_rows`` (the kernels: their metric learner with no units)."""
+    return impl.layer_norm_rows(X, params.ln0_gamma, params.ln0_beta, eps)
 
 
 def _bound(impl, X, dX, params, eps) -> np.ndarray:
@@ -142,6 +140,8 @@ def _embed(impl, ref: Decoder, tokens) -> tuple[np.ndarray, np.ndarray, np.ndarr
     if impl.name == "reference":
         p = ref.params
         return ref.embed(tokens=np.asarray(tokens)), p.ln_gamma, p.ln_beta
+    if impl.name != "kernels":
+        not_applicable("the decoder's embedding LayerNorm is not part of the protocol")
     model = kern.model.from_reference(ref, impl.device, impl.tdtype)
     t = torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
     x = model.embed(t)[0].to(torch.float64).numpy()

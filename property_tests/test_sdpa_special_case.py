@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 from pyverify.reference import mp, plga_forward, plga_forward_full
 from pyverify.reference import numpy_head as nh
-from pyverify.testing.impls import ALL, attention_bound, impl_ids
+from pyverify.testing.impls import ALL, REFERENCE, attention_bound, gamma, impl_ids
 from pyverify.testing.strategies import head_params, qkv, with_constant_g
 
 pytestmark = pytest.mark.theorem("sdpa_special_case")
@@ -36,6 +36,18 @@ def cases(draw):
 def _check_is_sdpa(impl, res, q, k, v, causal):
     """``res`` (a head's result with G = I) against SDPA on the same rounded inputs."""
     dk = q.shape[1]
+    if impl.name not in ("reference", "kernels"):
+        # Any other implementation: against the reference's independent textbook SDPA
+        # (float64) on the same rounded inputs; the implementation's evaluation is within
+        # attention_bound of the exact value, the float64 one within it too (u64 <= u_c).
+        want = REFERENCE.sdpa(q, k, v, causal=causal)
+        assert np.max(np.abs(res.out - want)) <= 2 * attention_bound(impl, q, None, k, v)
+        if res.E is not None:  # scores: Q I = Q exactly, then one product and the scale
+            E = q @ k.T / np.sqrt(dk)
+            assert np.max(np.abs(res.E - E)) <= 2 * gamma(dk + 1, impl.u_compute) * np.max(
+                np.abs(q) @ np.abs(k).T
+            ) / np.sqrt(dk) + impl.u_io * np.max(np.abs(E))
+        return
     want = impl.sdpa(q, k, v, causal=causal)
     if impl.name == "reference":
         # Scores: (Q I) K^T / sqrt(dk); Q I = Q exactly (products with 1 and 0, sums with

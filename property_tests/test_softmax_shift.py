@@ -153,3 +153,29 @@ def test_shift_invariance_symbolically(n, masked):
         lhs = sympy.exp(e[i] + c) / sum(sympy.exp(e[j] + c) for j in allowed)
         rhs = sympy.exp(e[i]) / sum(sympy.exp(e[j]) for j in allowed)
         assert sympy.simplify(lhs - rhs) == 0
+
+
+@st.composite
+def large_shift_rows(draw):
+    s_q = draw(st.integers(1, 6))
+    s_k = draw(st.integers(s_q, 6))
+    E = draw(grid_arrays((s_q, s_k)), label="E")  # multiples of 1/8 in [-8, 8]
+    mag = st.integers(256, 4096)
+    c = draw(hnp.arrays(np.float64, (s_q, 1), elements=mag), label="c")
+    sign = draw(hnp.arrays(np.float64, (s_q, 1), elements=st.sampled_from([-1.0, 1.0])))
+    return E, c * sign, draw(st.booleans(), label="causal")
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(large_shift_rows())
+def test_large_row_shift_leaves_softmax_unchanged(impl, case):
+    """The theorem holds for every constant, so also for shifts far past exp's range
+    (|c| up to 4096 > 709): an implementation must not evaluate exp(E + c) unshifted.
+    E + c is exact in float32 and float64 (a multiple of 1/8 below 2^13), so only the
+    arithmetic bound of :func:`shift_tolerance` applies (its exp2 term grows with |c|)."""
+    E, c, causal = case
+    base = impl.softmax(E, causal=causal)
+    shifted = impl.softmax(E + c, causal=causal)
+    assert np.all(np.isfinite(shifted))
+    tol = shift_tolerance(impl, E, c, float(base.max()), exact_inputs=True)
+    assert np.max(np.abs(shifted - base)) <= tol

@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     _register_diagnose(sub)
     _register_report(sub)
     _register_collapse(sub)
+    _register_check(sub)
 
     p = sub.add_parser("bench", help="benchmark ratios P1-P3, measured side by side")
     p.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -354,6 +355,46 @@ def _register_collapse(sub: Any) -> None:
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Run ``pyverify check``: the theorem suite on one implementation."""
+    from pyverify.conformance.run import parse_ids, run_check
+    from pyverify.conformance.verdict import format_table, verdict, write_reports
+
+    folder = check_output_dir(args.output, "check -o/--output")
+    run = run_check(
+        args.impl,
+        ids=parse_ids(args.ids),
+        devices=args.device,
+        dtypes=args.dtype,
+        quick=args.quick,
+        progress=None if args.no_progress else progress,
+    )
+    v = verdict(run)
+    print(format_table(v))
+    for path in write_reports(run, v, folder):
+        print(f"wrote {path}")
+    if v["suite"] != "ran":
+        print(run.log_tail, file=sys.stderr)
+    return 0 if v["ok"] else 1
+
+
+def _register_check(sub: Any) -> None:
+    """Add ``pyverify check --impl module:factory [--ids ...] [--dtype T] [--device D] ...``.
+
+    Exit 0 when no ID failed, 1 on a failure, 2 on a user error (the implementation cannot
+    be loaded or breaks the protocol).
+    """
+    p = sub.add_parser("check", help="run the theorem suite on your PLGA implementation")
+    p.add_argument("--impl", required=True, help="module:factory of the implementation")
+    p.add_argument("--ids", action="append", help="theorem IDs, comma-separated (repeatable)")
+    p.add_argument("--dtype", action="append", help="dtype to check (repeatable; default all)")
+    p.add_argument("--device", action="append", help="device to check (repeatable; default all)")
+    p.add_argument("--quick", action="store_true", help="5 examples a test, a short sweep")
+    p.add_argument("-o", "--output", default="reports/conformance", help="report folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=_cmd_check)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

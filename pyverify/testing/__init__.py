@@ -1,6 +1,7 @@
 """What the property tests share (needs the test extras: Hypothesis).
 
-* :mod:`~pyverify.testing.impls` -- the two implementations behind one adapter, the
+* :mod:`~pyverify.testing.impls` -- the implementations under test (plugins of
+  :mod:`pyverify.conformance`, or the one `PYVERIFY_IMPL` names), the
   lists the tests are parametrised over, derived error bounds;
 * :mod:`~pyverify.testing.strategies` -- Hypothesis strategies for PLGA inputs;
 * :mod:`~pyverify.testing.bounds` -- forward error bounds of each stage (vs mpmath);

@@ -1,10 +1,12 @@
-"""The implementations under test, behind one adapter interface.
+"""The implementations under test: every one a plugin of the public protocol.
 
-Every property test takes an ``impl`` parameter: an object with ``name`` ("reference" or
-"kernels"), ``device`` and ``dtype`` (strings) and the methods below, so that one test body
-checks one statement on the float64 NumPy reference and on the optimised torch kernels
-(every available device and dtype). Inputs are NumPy float64 arrays; the kernels round
-them to their dtype on entry, and every result comes back as a NumPy float64 array.
+Every property test takes an ``impl`` parameter, a
+:class:`~pyverify.conformance.subject.Subject`: one implementation of
+:mod:`pyverify.conformance.protocol` at one device and dtype, with ``name``, ``device``
+and ``dtype`` (strings), so that one test body checks one statement on the float64 NumPy
+reference and on the optimised torch kernels (every available device and dtype), or on
+the implementation named by ``PYVERIFY_IMPL=module:factory`` (then on it alone). Inputs
+are NumPy float64 arrays; results come back as NumPy float64 arrays.
 
 Tolerances are derived from the unit round-off of the dtype that does the arithmetic
 (``impl.u_compute``: float64 for float64, else float32, as the kernels compute statistics,
@@ -22,59 +24,62 @@ import numpy as np
 import torch
 
 import pyverify.kernels as kern
+from pyverify.conformance.loading import subjects_from_env
+from pyverify.conformance.protocol import HeadResult
+from pyverify.conformance.shipped import KernelsPLGA, ReferencePLGA
+from pyverify.conformance.subject import Subject
 from pyverify.crosscheck import available_devices
-from pyverify.kernels.head import rotate_query
-from pyverify.kernels.model import from_reference as kernel_decoder_from_reference
-from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF, compute_roundoff, gamma
-from pyverify.reference import (
-    Decoder,
-    KVGCache,
-    PLGAParams,
-    apply_rope,
-    causal_mask,
-    g_cache_from,
-    masked_softmax,
-    plga_forward_batched,
-    plga_forward_full,
-    rot2,
-    rotation_matrix,
-)
-from pyverify.reference import numpy_head as nh
+from pyverify.precision import UNIT_ROUNDOFF, compute_roundoff, gamma
+from pyverify.reference import Decoder, PLGAParams
 from pyverify.reference.params import SWIGLU_FIELDS
+
+__all__ = [
+    "ALL",
+    "DEVICES",
+    "FLOAT",
+    "REFERENCE",
+    "SUBJECTS",
+    "UNIT_ROUNDOFF",
+    "HeadOut",
+    "Impl",
+    "KernelsSubject",
+    "attention_bound",
+    "compute_roundoff",
+    "gamma",
+    "impl_ids",
+    "kernels",
+    "map_head_arrays",
+    "model_tolerance",
+    "params_as_used",
+]
+
+#: Every implementation the tests see is a :class:`Subject` (the protocol adapter).
+Impl = Subject
+#: One head's results (NumPy float64 after the adapter).
+HeadOut = HeadResult
 
 
 @dataclass(frozen=True)
-class Impl:
-    """Common part of the adapters: identity, round-off, rounding of inputs."""
-
-    name: str
-    device: str
-    dtype: str
-
-    def __str__(self) -> str:
-        return f"{self.name}-{self.device}-{self.dtype}"
+class KernelsSubject(Subject):
+    """The kernels plugin as a subject, plus the torch helpers of kernel-internal tests."""
 
     @property
-    def u_io(self) -> float:
-        """Unit round-off of the input/output dtype."""
-        return UNIT_ROUNDOFF[self.dtype]
+    def tdtype(self) -> torch.dtype:
+        """The torch dtype of inputs and outputs."""
+        return self.target.tdtype
 
     @property
-    def u_compute(self) -> float:
-        """Unit round-off of the arithmetic (float64 for float64, else float32)."""
-        return compute_roundoff(self.dtype)
+    def cdtype(self) -> torch.dtype:
+        """The compute dtype."""
+        return self.target.cdtype
 
-    def round(self, x: Any) -> np.ndarray:
-        """``x`` rounded to the implementation's dtype (returned as float64)."""
-        t = torch.as_tensor(np.asarray(x, dtype=np.float64)).to(TORCH_DTYPES[self.dtype])
-        return t.to(torch.float64).numpy()
+    def t(self, x, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """A NumPy array as a tensor on the device (``KernelsPLGA.t``)."""
+        return self.target.t(x, dtype)
 
-    def hold(self, x: Any) -> Any:
-        """``x`` as the implementation holds it in its compute dtype (float64: as given)."""
-        x64 = np.asarray(x, dtype=np.float64)
-        if self.u_compute != UNIT_ROUNDOFF["float64"]:
-            x64 = x64.astype(np.float32).astype(np.float64)
-        return float(x64) if x64.ndim == 0 else x64
+    def heads(self, params: PLGAParams | list[PLGAParams]) -> kern.HeadParams:
+        """Stacked head parameters in the compute dtype (``KernelsPLGA.heads``)."""
+        return self.target.heads(params)
 
 
 def map_head_arrays(params: PLGAParams, fn: Any) -> PLGAParams:
@@ -167,332 +172,39 @@ def model_tolerance(impl: Impl, ref: Decoder, n_tokens: int, G=None) -> float:
     return 2 * 8 * (len(p.layers) + 1) * gamma(n, impl.u_compute) * g_norm
 
 
-# --------------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class HeadOut:
-    """One head's results as NumPy float64 (``weights``/``E`` only where observable)."""
-
-    out: np.ndarray
-    A: np.ndarray | None
-    A_LM: np.ndarray | None
-    A_P: np.ndarray | None
-    G: np.ndarray
-    weights: np.ndarray | None = None
-    E: np.ndarray | None = None
-
-
-def _np(x: Any) -> np.ndarray | None:
-    if x is None:
-        return None
-    if isinstance(x, torch.Tensor):
-        return x.detach().to("cpu", torch.float64).numpy()
-    return np.asarray(x, dtype=np.float64)
-
-
-# --------------------------------------------------------------------------- reference
-@dataclass(frozen=True)
-class ReferenceImpl(Impl):
-    """The float64 NumPy reference (``pyverify.reference``)."""
-
-    def plga(self, q, k, v, params: PLGAParams, *, G=None, A=None, causal=True) -> HeadOut:
-        """One head: ``plga_forward_full`` (uncached, ``A=`` or ``G=`` cached)."""
-        r = plga_forward_full(q, k, v, params, causal, G=G, A=A)
-        d = r.ded
-        return HeadOut(r.out, d.A, d.A_LM, d.A_P, d.G, r.weights, r.E)
-
-    def sdpa(self, q, k, v, *, causal=True) -> np.ndarray:
-        """Textbook SDPA, written here independently of the head: the oracle for G = I."""
-        q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-        E = q @ k.T / np.sqrt(q.shape[1])
-        if causal:
-            s_q, s_k = E.shape
-            allowed = np.arange(s_k)[None, :] <= np.arange(s_q)[:, None] + (s_k - s_q)
-            E = np.where(allowed, E, -np.inf)
-        w = np.exp(E - E.max(axis=1, keepdims=True))
-        return (w / w.sum(axis=1, keepdims=True)) @ v
-
-    def softmax(self, E, *, causal=False) -> np.ndarray:
-        """Row-wise (causally masked) softmax: ``masked_softmax``."""
-        E = np.asarray(E, dtype=np.float64)
-        return masked_softmax(E, causal_mask(*E.shape) if causal else None)
-
-    def scores(self, q, k, G) -> np.ndarray:
-        """``Q G K^T / sqrt(dk)``: ``numpy_head.scores``."""
-        return nh.scores(q, k, G)
-
-    def rope(self, x, *, offset: int = 0) -> np.ndarray:
-        """Rotate rows ``(..., S, dk)`` at positions ``offset ..``."""
-        return apply_rope(x, offset=offset)
-
-    def rotation_matrix(self, n, dk: int) -> np.ndarray:
-        """Block-diagonal ``R_n``."""
-        return rotation_matrix(n, dk)
-
-    def rot2(self, angle: float) -> np.ndarray:
-        """The 2 x 2 rotation by ``angle``."""
-        return rot2(angle)
-
-    def deductive(self, q, params: PLGAParams) -> HeadOut:
-        """Steps 1-6 on ``q`` (values and output are a by-product)."""
-        q = np.asarray(q, dtype=np.float64)
-        return self.plga(q, q, q, params)
-
-    def plga_batched(self, q, k, v, heads: list[PLGAParams], *, G=None) -> list[list[HeadOut]]:
-        """(B, H, S, dk) inputs, one parameter set per head: ``[b][h]`` results."""
-        r = plga_forward_batched(q, k, v, heads, True, G=G)
-
-        def one(b, h):
-            parts = (None if x is None else x[b, h] for x in r.ded)
-            return HeadOut(r.out[b, h], *parts, r.weights[b, h], r.E[b, h])
-
-        return [[one(b, h) for h in range(r.out.shape[1])] for b in range(r.out.shape[0])]
-
-    def energy(self, A, params: PLGAParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Steps 4-6 from the metric-learner output ``A``: ``(A_LM, A_P, G)``."""
-        A_LM = nh.metric_tensor(A, params.W, params.b, params.metric_eps)
-        A_P = nh.power_law(A_LM, params.P)
-        return A_LM, A_P, nh.energy_curvature(A_P, params.a, params.b_a)
-
-    def decoder(self, ref: Decoder) -> ReferenceModel:
-        """The decoder adapter."""
-        return ReferenceModel(ref)
-
-
-class ReferenceModel:
-    """The reference :class:`~pyverify.reference.Decoder` behind the model interface."""
-
-    def __init__(self, ref: Decoder) -> None:
-        self.ref = ref
-
-    def forward(self, tokens, G=None) -> np.ndarray:
-        """Logits ``(S, vocab)``; ``G`` (per layer ``(H, dk, dk)``) = constant-G model."""
-        return self.ref.forward(np.asarray(tokens), G_cache=G).logits
-
-    def collapsed(self, tokens, G) -> np.ndarray:
-        """Generalised SDPA with a constant G: the reference's G-cached forward."""
-        return self.forward(tokens, G)
-
-    def deductive(self, tokens) -> list[list[Any]]:
-        """``deductive[layer][head]`` of an uncached forward."""
-        return self.ref.forward(np.asarray(tokens)).deductive
-
-    def decode(self, prompt, rest, *, G=None, use_g_cache=True) -> np.ndarray:
-        """Prompt pass, then one ``decode_step`` per token of ``rest``: ``(len(rest), vocab)``.
-
-        With ``G``: the prompt runs G-cached with it. Without: the prompt runs uncached and
-        the steps reuse its G (``use_g_cache``) or its metric-learner output ``A``.
-        """
-        out = self.ref.forward(np.asarray(prompt), G_cache=G)
-        cache = out.cache
-        if G is None and use_g_cache:
-            cache = KVGCache(layers=cache.layers, G=g_cache_from(out))
-        logits = []
-        for tok in rest:
-            step = self.ref.decode_step(int(tok), cache)
-            cache = step.cache
-            logits.append(step.logits[0])
-        return np.array(logits)
-
-
-# --------------------------------------------------------------------------- kernels
-@dataclass(frozen=True)
-class KernelsImpl(Impl):
-    """The optimised torch kernels (``pyverify.kernels``) on one device and dtype."""
-
-    @property
-    def tdtype(self) -> torch.dtype:
-        """The torch dtype of inputs and outputs."""
-        return TORCH_DTYPES[self.dtype]
-
-    @property
-    def cdtype(self) -> torch.dtype:
-        """The compute dtype (float64 for float64, else float32)."""
-        return torch.float64 if self.dtype == "float64" else torch.float32
-
-    def t(self, x, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """A NumPy array as a tensor on the device, rounded to ``dtype`` (default the impl's)."""
-        return torch.as_tensor(np.asarray(x, dtype=np.float64)).to(
-            device=self.device, dtype=dtype or self.tdtype
-        )
-
-    def heads(self, params: PLGAParams | list[PLGAParams]) -> kern.HeadParams:
-        """Stacked head parameters in the compute dtype."""
-        return kern.from_reference(params, self.device, self.cdtype)
-
-    def _4d(self, x) -> torch.Tensor:
-        return self.t(x)[None, None]
-
-    def plga(self, q, k, v, params: PLGAParams | None, *, G=None, A=None, causal=True) -> HeadOut:
-        """One head via ``plga_attention`` (B = H = 1)."""
-        Gt = None if G is None else self.t(G, self.cdtype)
-        At = None if A is None else self.t(A, self.cdtype)[None, None]
-        out, ded = kern.plga_attention(
-            self._4d(q),
-            self._4d(k),
-            self._4d(v),
-            None if params is None else self.heads(params),
-            causal=causal,
-            G=Gt,
-            A=At,
-            return_deductive=True,
-        )
-
-        def sq(x):
-            return None if x is None else _np(x.reshape(x.shape[-2:]))
-
-        return HeadOut(_np(out[0, 0]), sq(ded.A), sq(ded.A_LM), sq(ded.A_P), sq(ded.G))
-
-    def plga_batched(self, q, k, v, heads: list[PLGAParams], *, G=None) -> list[list[HeadOut]]:
-        """One batched multi-head call on (B, H, S, dk) inputs: ``[b][h]`` results."""
-        out, ded = kern.plga_attention(
-            self.t(q), self.t(k), self.t(v), self.heads(heads), causal=True,
-            G=None if G is None else self.t(G, self.cdtype), return_deductive=True,
-        )  # fmt: skip
-
-        def sl(x, b, h):
-            return None if x is None else _np(x.expand(*out.shape[:2], *x.shape[-2:])[b, h])
-
-        def one(b, h):
-            parts = (sl(getattr(ded, n), b, h) for n in ("A", "A_LM", "A_P", "G"))
-            return HeadOut(_np(out[b, h]), *parts)
-
-        return [[one(b, h) for h in range(out.shape[1])] for b in range(out.shape[0])]
-
-    def collapsed(self, q, k, v, G, *, causal=True, precision="rounded") -> np.ndarray:
-        """``collapsed_attention``: SDPA on ``Q G`` (the fast path)."""
-        out = kern.collapsed_attention(
-            self._4d(q),
-            self._4d(k),
-            self._4d(v),
-            self.t(G, self.cdtype),
-            causal=causal,
-            precision=precision,
-        )
-        return _np(out[0, 0])
-
-    def sdpa(self, q, k, v, *, causal=True) -> np.ndarray:
-        """``pyverify.kernels.sdpa`` (fused torch SDPA, mask aligned to the key end)."""
-        return _np(kern.sdpa(self._4d(q), self._4d(k), self._4d(v), causal=causal)[0, 0])
-
-    def softmax(self, E, *, causal=False) -> np.ndarray:
-        """The attention rows of the fused SDPA path for scores ``E``.
-
-        ``sdpa(Q=E, K=I, V=I, scale=1)``: ``Q K^T = E`` exactly (products with 1 and 0)
-        and ``p V = p`` exactly, so this is the kernel's own masked softmax of ``E``.
-        """
-        E = np.asarray(E, dtype=np.float64)
-        s_k = E.shape[1]
-        eye = self._4d(np.eye(s_k))
-        return _np(kern.sdpa(self._4d(E), eye, eye, causal=causal, scale=1.0)[0, 0])
-
-    def scores(self, q, k, G) -> np.ndarray:
-        """``(Q G) K^T / sqrt(dk)`` with the kernels' ``Q G`` (``rotate_query``)."""
-        q4, k4 = self._4d(q), self._4d(k)
-        qg = rotate_query(q4, self.t(G, self.cdtype)[None, None])
-        E = torch.matmul(qg.to(self.cdtype), k4.to(self.cdtype).transpose(-1, -2))
-        return _np((E * q4.shape[-1] ** -0.5)[0, 0])
-
-    def rope(self, x, *, offset: int = 0) -> np.ndarray:
-        """Rotate rows ``(..., S, dk)`` at positions ``offset ..`` (``kernels.apply_rope``)."""
-        return _np(kern.apply_rope(self.t(x), offset=offset))
-
-    def rotation_matrix(self, n, dk: int) -> np.ndarray:
-        """``rope_matrix(n, dk)`` in the impl's dtype."""
-        return _np(kern.rope_matrix(n, dk, dtype=self.tdtype, device=self.device))
-
-    def rot2(self, angle: float) -> np.ndarray:
-        """The 2 x 2 rotation: ``rope_matrix`` with dk = 2 (theta_0 = 1)."""
-        return _np(kern.rope_matrix(angle, 2, dtype=self.tdtype, device=self.device))
-
-    def deductive(self, q, params: PLGAParams) -> HeadOut:
-        """Steps 1-6 (``compute_g``) on ``q``."""
-        d = kern.compute_g(self._4d(q), self.heads(params))
-        return HeadOut(
-            np.zeros((0,)), _np(d.A[0, 0]), _np(d.A_LM[0, 0]), _np(d.A_P[0, 0]), _np(d.G[0, 0])
-        )
-
-    def energy(self, A, params: PLGAParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Steps 4-6 (``energy_curvature``) from ``A``: ``(A_LM, A_P, G)``."""
-        A_LM, A_P, G = kern.energy_curvature(self.t(A, self.cdtype)[None, None], self.heads(params))
-        return _np(A_LM[0, 0]), _np(A_P[0, 0]), _np(G[0, 0])
-
-    def decoder(self, ref: Decoder) -> KernelsModel:
-        """The decoder adapter (``PLGADecoder`` built from the reference's parameters)."""
-        return KernelsModel(self, ref)
-
-
-class KernelsModel:
-    """:class:`~pyverify.kernels.model.PLGADecoder` behind the model interface (B = 1)."""
-
-    def __init__(self, impl: KernelsImpl, ref: Decoder) -> None:
-        self.impl = impl
-        self.model = kernel_decoder_from_reference(ref, impl.device, impl.tdtype)
-
-    def _tok(self, tokens) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(tokens, dtype=np.int64), device=self.impl.device)[None]
-
-    def _G(self, G) -> list[torch.Tensor]:
-        return [self.impl.t(g, self.impl.cdtype) for g in G]
-
-    def forward(self, tokens, G=None) -> np.ndarray:
-        """Logits ``(S, vocab)``: mode ``uncached``, or ``g_cached`` with ``G``."""
-        if G is None:
-            logits, _ = self.model.forward(self._tok(tokens))
-        else:
-            logits, _ = self.model.forward(self._tok(tokens), mode="g_cached", G=self._G(G))
-        return _np(logits[0])
-
-    def collapsed(self, tokens, G) -> np.ndarray:
-        """Mode ``collapsed`` (SDPA on ``Q G*``)."""
-        logits, _ = self.model.forward(self._tok(tokens), mode="collapsed", G=self._G(G))
-        return _np(logits[0])
-
-    def deductive(self, tokens) -> list[list[Any]]:
-        """``deductive[layer][head]`` (NumPy ``HeadOut``) of an uncached forward."""
-        _, deds = self.model.forward(self._tok(tokens))
-        return [
-            [
-                HeadOut(
-                    np.zeros(0), _np(d.A[0, h]), _np(d.A_LM[0, h]), _np(d.A_P[0, h]), _np(d.G[0, h])
-                )
-                for h in range(d.G.shape[1])
-            ]
-            for d in deds
-        ]
-
-    def decode(self, prompt, rest, *, G=None, use_g_cache=True) -> np.ndarray:
-        """``prefill`` then ``decode_step`` per token of ``rest``: ``(len(rest), vocab)``."""
-        if G is None:
-            _, cache = self.model.prefill(self._tok(prompt))
-        else:
-            _, cache = self.model.prefill(self._tok(prompt), mode="g_cached", G=self._G(G))
-        logits = []
-        for tok in rest:
-            step, cache = self.model.decode_step(
-                torch.tensor([int(tok)], device=self.impl.device), cache, use_g_cache=use_g_cache
-            )
-            logits.append(_np(step[0]))
-        return np.array(logits)
-
-
 # --------------------------------------------------------------------------- the lists
-REFERENCE = ReferenceImpl("reference", "cpu", "float64")
+def _subject(obj: Any, cls: type[Subject] = Subject) -> Subject:
+    return cls(obj.name, obj.device if hasattr(obj, "device") else "cpu",
+               obj.dtype if hasattr(obj, "dtype") else "float64", obj,
+               frozenset(obj.capabilities), obj.compute_dtype)  # fmt: skip
+
+
+REFERENCE: Subject = _subject(ReferencePLGA())
 DEVICES = available_devices()
+#: The implementation named by ``PYVERIFY_IMPL`` (every declared device x dtype, or those
+#: of ``PYVERIFY_IMPL_DEVICES``/``PYVERIFY_IMPL_DTYPES``); None when it is unset. Then
+#: ``ALL`` and ``FLOAT`` hold its subjects only (``property_tests/conftest.py`` deselects
+#: the tests of the shipped implementations).
+SUBJECTS: list[Subject] | None = subjects_from_env()
 
 
-def kernels(*dtypes: str) -> list[KernelsImpl]:
-    """Kernel adapters for ``dtypes`` (default all four) on every available device."""
+def kernels(*dtypes: str) -> list[Subject]:
+    """Kernel subjects for ``dtypes`` (default all four) on every available device."""
     dts = dtypes or ("float64", "float32", "bfloat16", "float16")
-    return [KernelsImpl("kernels", dev, dt) for dev in DEVICES for dt in dts]
+    return [_subject(KernelsPLGA(dev, dt), KernelsSubject) for dev in DEVICES for dt in dts]
 
 
-#: Every implementation and dtype.
-ALL: list[Impl] = [REFERENCE, *kernels()]
-#: The reference and the kernels in float64/float32 (where a low-precision bound would
-#: be too coarse to say anything).
-FLOAT: list[Impl] = [REFERENCE, *kernels("float64", "float32")]
+if SUBJECTS is None:
+    #: Every implementation and dtype.
+    ALL: list[Subject] = [REFERENCE, *kernels()]
+    #: The reference and the kernels in float64/float32 (where a low-precision bound would
+    #: be too coarse to say anything).
+    FLOAT: list[Subject] = [REFERENCE, *kernels("float64", "float32")]
+else:
+    ALL = list(SUBJECTS)
+    FLOAT = [s for s in SUBJECTS if s.dtype in ("float64", "float32")]
 
 
-def impl_ids(impl: Impl) -> str:
+def impl_ids(impl: Subject) -> str:
     """Pytest id of an implementation: ``name-device-dtype``."""
     return str(impl)

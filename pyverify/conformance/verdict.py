@@ -1,0 +1,183 @@
+"""The verdict of ``pyverify check``, derived from the saved records by a rule, and its files.
+
+Per theorem ID, over the tests of that ID that ran on the implementation:
+
+* ``failed`` -- any test failed (or errored); the smallest failing example is shown,
+  labelled with its test;
+* ``passed`` -- otherwise, at least one test passed;
+* ``not applicable`` -- every test was skipped as not applicable (the missing capability
+  or optional method is named);
+* ``not run`` -- tests were skipped for another reason, or none of the ID's property
+  tests takes a plugin (exact or kernel-internal checks only).
+
+The check fails (exit 1) when any ID failed, the sweep failed, or the suite itself did not
+run cleanly. ``<name>.json`` is deterministic (no timings, no error figures); those are in
+``<name>.measured.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from pyverify.conformance.run import CheckRun
+from pyverify.conformance.subject import NA_PREFIX
+from pyverify.output import table, write_json, write_text
+from pyverify.theorems import SUMMARIES
+
+__all__ = ["format_table", "verdict", "write_reports"]
+
+SCHEMA = 1
+
+
+def _id_verdict(tests: list[dict]) -> dict[str, Any]:
+    failed = [t for t in tests if t["outcome"] in ("failed", "error")]
+    passed = [t for t in tests if t["outcome"] == "passed"]
+    na = [t for t in tests if t["outcome"] == "skipped" and t["reason"].startswith(NA_PREFIX)]
+    other = [t for t in tests if t not in failed and t not in passed and t not in na]
+    reasons = sorted({t["reason"][len(NA_PREFIX) :].strip() for t in na})
+    if failed:
+        # a Hypothesis-shrunk example (labelled inputs) first, then the shortest
+        def size(t: dict) -> tuple[bool, int, str]:
+            shrunk = "Falsifying example" in t["example"] or "Failing test case" in t["example"]
+            return (not shrunk, len(t["example"]), t["nodeid"])
+
+        smallest = min(failed, key=size)
+        verdict = "failed"
+    else:
+        smallest = None
+        verdict = "passed" if passed else "not applicable" if na and not other else "not run"
+    return {
+        "verdict": verdict,
+        "counts": {
+            "passed": len(passed),
+            "failed": len(failed),
+            "not_applicable": len(na),
+            "not_run": len(other),
+        },
+        "not_applicable": reasons,
+        "failed_tests": sorted(t["nodeid"] for t in failed),
+        "smallest_failing_example": None
+        if smallest is None
+        else {"test": smallest["nodeid"], "example": smallest["example"]},
+    }
+
+
+def verdict(run: CheckRun) -> dict[str, Any]:
+    """The deterministic verdict of a run (what ``<name>.json`` holds)."""
+    theorems = {i: _id_verdict([t for t in run.tests if i in t["theorems"]]) for i in run.ids}
+    suite_ok = run.pytest_exit in (0, 1, 5)
+    sweep = None
+    if run.sweep is not None:
+        rows = [{"case": r.case, "stage": r.stage, "passed": r.passed} for r in run.sweep]
+        ok = all(r["passed"] for r in rows)
+        sweep = {"verdict": "passed" if ok else "failed", "rows": rows}
+    ok = (
+        suite_ok
+        and all(v["verdict"] != "failed" for v in theorems.values())
+        and (sweep is None or sweep["verdict"] == "passed")
+    )
+    return {
+        "schema": SCHEMA,
+        "implementation": run.name,
+        "impl": run.spec,
+        "subjects": list(run.subjects),
+        "capabilities": list(run.capabilities),
+        "hypothesis_profile": "quick" if run.quick else "ci",
+        "suite": "ran" if suite_ok else f"pytest exited {run.pytest_exit}",
+        "theorems": theorems,
+        "crosscheck": sweep,
+        "ok": ok,
+    }
+
+
+def _detail(v: dict[str, Any]) -> str:
+    c = v["counts"]
+    if v["verdict"] == "failed":
+        return f"{c['failed']} failed, {c['passed']} passed: {v['failed_tests'][0]}"
+    if v["verdict"] == "passed":
+        na = f", {c['not_applicable']} not applicable" if c["not_applicable"] else ""
+        return f"{c['passed']} test{'s' if c['passed'] != 1 else ''} passed{na}"
+    if v["verdict"] == "not applicable":
+        return "; ".join(v["not_applicable"])
+    if not any(c.values()):
+        return "no property test of this ID takes a plugin (exact/kernel-internal checks)"
+    return f"{c['not_run']} skipped"
+
+
+def format_table(v: dict[str, Any]) -> str:
+    """The per-ID table (plain text) with the smallest failing examples below it."""
+    rows = [(i, d["verdict"], _detail(d)) for i, d in v["theorems"].items()]
+    if v["crosscheck"] is not None:
+        cc = v["crosscheck"]
+        bad = [f"{r['case']} {r['stage']}" for r in cc["rows"] if not r["passed"]]
+        rows.append(("(crosscheck vs float64 reference)", cc["verdict"],
+                     f"{len(cc['rows']) - len(bad)}/{len(cc['rows'])} stages within tolerance"
+                     + (f"; first failure: {bad[0]}" if bad else "")))  # fmt: skip
+    out = [table(("theorem ID", "verdict", "detail"), rows)]
+    for i, d in v["theorems"].items():
+        ex = d["smallest_failing_example"]
+        if ex:
+            out += ["", f"{i}: smallest failing example ({ex['test']}):", ex["example"]]
+    if v["suite"] != "ran":
+        out += ["", f"the property suite did not run cleanly: {v['suite']}"]
+    out += ["", f"{v['implementation']}: {'PASSED' if v['ok'] else 'FAILED'}"]
+    return "\n".join(out)
+
+
+def _markdown(v: dict[str, Any]) -> str:
+    lines = [
+        f"# Conformance of `{v['implementation']}`",
+        "",
+        f"`pyverify check --impl {v['impl']}` (Hypothesis profile `{v['hypothesis_profile']}`)"
+        f": **{'passed' if v['ok'] else 'FAILED'}**.",
+        "",
+        f"Checked: {', '.join(f'`{s}`' for s in v['subjects'])}; capabilities: "
+        f"{', '.join(v['capabilities'])}.",
+        "",
+        "| theorem ID | statement | verdict | detail |",
+        "| --- | --- | --- | --- |",
+    ]
+    for i, d in v["theorems"].items():
+        detail = _detail(d).replace("|", "\\|")
+        summary = SUMMARIES[i].replace("|", "\\|")
+        lines.append(f"| `{i}` | {summary} | {d['verdict']} | {detail} |")
+    if v["crosscheck"] is not None:
+        cc = v["crosscheck"]
+        n_ok = sum(r["passed"] for r in cc["rows"])
+        lines += ["", f"Cross-check sweep against the float64 reference: **{cc['verdict']}** "
+                  f"({n_ok}/{len(cc['rows'])} stages within tolerance; errors in "
+                  f"`{v['implementation']}.measured.json`)."]  # fmt: skip
+    for i, d in v["theorems"].items():
+        ex = d["smallest_failing_example"]
+        if ex:
+            lines += ["", f"## `{i}`: smallest failing example", "", f"`{ex['test']}`", "",
+                      "```", ex["example"], "```"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(run: CheckRun, v: dict[str, Any], folder: Path) -> list[Path]:
+    """Write ``<name>.md``, ``<name>.json`` (deterministic) and ``<name>.measured.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base = folder / v["implementation"]
+    md, js, ms = (base.with_name(base.name + s) for s in (".md", ".json", ".measured.json"))
+    write_text(md, _markdown(v))
+    write_json(js, v)
+    measured = {
+        "seconds": round(run.seconds, 1),
+        "host": {
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+        "crosscheck": None
+        if run.sweep is None
+        else [
+            {"case": r.case, "stage": r.stage, "error": r.error, "tolerance": r.tolerance}
+            for r in run.sweep
+        ],
+    }
+    write_json(ms, measured)
+    return [md, js, ms]
