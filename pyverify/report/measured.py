@@ -73,7 +73,8 @@ def _split(obj: Any) -> tuple[Any, Any]:
                 kept[k] = kv
             if mv is not _GONE:
                 measured[k] = mv
-        return kept, (measured if measured else _GONE)
+        # a dict whose every entry moved is gone from the verdicts, not left empty
+        return (kept if kept or not obj else _GONE), (measured if measured else _GONE)
     if isinstance(obj, list | tuple):
         if obj and all(isinstance(v, dict) for v in obj):
             parts = [_split(v) for v in obj]
