@@ -2,9 +2,9 @@
 
 The byte comparison regenerates the report under two CPU dispatches of the same
 machine, in subprocesses: the oldest every library offers (torch
-``ATEN_CPU_CAPABILITY=default``, MKL ``SSE4_2``, OpenBLAS ``Nehalem``) and the CPU's
-own best (``avx512`` or ``avx2``). The measured errors differ between the two in their
-last digits; the verdicts may not.
+``ATEN_CPU_CAPABILITY=default``, MKL ``SSE4_2``, OpenBLAS ``Nehalem``) on one thread,
+and the CPU's own best (``avx512`` or ``avx2``) on the default threads. The measured
+errors differ between the two in their last digits; the verdicts may not.
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ rc = generate_report(
 sys.exit(rc)
 """
 
-#: The oldest x86-64 dispatch of each library that computes a figure of the report.
+#: The oldest x86-64 dispatch of each library that computes a figure of the report, and
+#: one thread (another summation order).
 _OLDEST = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
-_OLDEST |= {"OPENBLAS_CORETYPE": "Nehalem"}
+_OLDEST |= {"OPENBLAS_CORETYPE": "Nehalem", "OMP_NUM_THREADS": "1"}
+_OLDEST |= {"MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def _best_capability() -> str:
