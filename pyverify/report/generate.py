@@ -90,10 +90,10 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- data
 def _lean_data(lean: dict[str, Any]) -> dict[str, Any]:
+    """The build's verdicts (the toolchain and its version string: environment.json)."""
     man = lean.get("manifest") or {}
     return {
         "status": lean.get("status"),
-        "version": lean.get("version"),
         "modules": [
             {"name": m["name"], "ok": m["status"] in ("built", "cached")}
             for m in lean.get("modules") or []
