@@ -328,10 +328,8 @@ def sdpa_qg(
     """``softmax(Q G K^T / sqrt(dk) + mask) V`` with one SDPA call (no shape checks).
 
     Arguments and result as in :func:`attend`, except that ``G`` must already be
-    4-D, broadcastable to (B, H, dk, dk), and ``check_scores`` (default False)
-    raises :class:`NonFiniteStageError` ``[scores]`` when a score could overflow
-    (:func:`~pyverify.kernels.validation.check_score_range`, on the tensors SDPA
-    receives). float32/float64: SDPA on ``Q G``.
+    4-D, broadcastable to (B, H, dk, dk); ``check_scores``: ``check_score_range``
+    on what SDPA receives. float32/float64: SDPA on ``Q G``.
     bfloat16/float16, two precisions:
 
     * ``"rounded"``: ``Q G`` is formed in float32 and rounded once to the input
@@ -390,10 +388,8 @@ def attend(
         (2, 8, 512, 64); on sub-millisecond calls the check's fixed cost can double
         the time. With ``check_finite=False`` a non-finite input or an overflowed
         score gives an *unspecified* result in the rows it reaches: torch's CPU SDPA
-        returns NaN there on some CPU capabilities and shapes and a row of zeros on
-        others (measured on one CPU: a NaN query row comes out as zeros at float32
-        for small shapes under every capability, and at float64 only under AVX512).
-        Rows the bad value does not reach are computed as usual.
+        returns NaN there under some CPU capabilities and shapes and zeros under
+        others. Rows the bad value does not reach are computed as usual.
     precision : {"compensated", "rounded"}, default "compensated"
         bfloat16/float16 only; see :func:`sdpa_qg`.
 
@@ -481,10 +477,8 @@ def plga_attention(
         returning inf/NaN when the power law overflows, and ``NonFiniteStageError``
         ``[scores]`` when a score would overflow. False skips these checks
         (measured on a loaded 1-thread CPU: 1-12% of the call at (B, H, S, dk) =
-        (2, 8, 512, 64), 6-20% at (2, 4, 128, 32), ~30% on sub-millisecond calls
-        where the fixed cost of the reductions dominates); the result is then
-        unspecified wherever a non-finite value reaches (NaN or zeros, depending
-        on torch's CPU dispatch: see :func:`attend`).
+        (2, 8, 512, 64), 6-20% at (2, 4, 128, 32), ~30% on sub-millisecond calls);
+        the result is then unspecified where a bad value reaches (see :func:`attend`).
     precision : {"compensated", "rounded"}, default "compensated"
         bfloat16/float16 only: how ``Q G`` enters SDPA (see :func:`sdpa_qg`);
         the default keeps the error at the level of plain SDPA.
