@@ -42,6 +42,9 @@ class CrosscheckRow:
         Theorem IDs the comparison exercises.
     note : str
         Extra facts (positivity minimum, error message).
+    tolerance_rule : str or None
+        How ``tolerance`` was measured (it scales with torch SDPA's own error on
+        this machine); None when it is a constant.
     """
 
     case: str
@@ -58,6 +61,7 @@ class CrosscheckRow:
     passed: bool
     theorems: tuple[str, ...] = ()
     note: str = ""
+    tolerance_rule: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (tuples as lists)."""
@@ -125,11 +129,13 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
     -------
     list of dict
         ``{dtype, path, stage, cases, max_rel, median_rel, tolerance, worst_ratio,
-        passed}`` where ``max_rel`` is the largest over the cases, ``tolerance``
-        that case's tolerance (tolerances differ between cases at low precision:
-        they scale with torch SDPA's own error), ``median_rel`` the median of the
-        cases' medians, ``worst_ratio`` the largest error/tolerance over the cases
-        and ``passed`` whether all passed; sorted by dtype, path, stage order.
+        passed, tolerance_rule}`` where ``max_rel`` is the largest over the cases,
+        ``tolerance`` that case's tolerance (tolerances differ between cases at low
+        precision: they scale with torch SDPA's own error), ``median_rel`` the median
+        of the cases' medians, ``worst_ratio`` the largest error/tolerance over the
+        cases, ``passed`` whether all passed and ``tolerance_rule`` the cases' rules
+        of measured tolerances (``; ``-joined, None when all are constants); sorted by
+        dtype, path, stage order.
     """
     groups: dict[tuple[str, str, str], list[CrosscheckRow]] = {}
     for r in result.rows:
@@ -140,6 +146,7 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
     for (dt, path, stage), rows in groups.items():
         biggest = max(rows, key=lambda r: r.max_rel)
         ratios = [r.max_rel / r.tolerance if r.tolerance > 0 else math.inf for r in rows]
+        rules = sorted({r.tolerance_rule for r in rows if r.tolerance_rule is not None})
         out.append(
             {
                 "dtype": dt,
@@ -151,6 +158,7 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
                 "tolerance": biggest.tolerance,
                 "worst_ratio": max(ratios),
                 "passed": all(r.passed for r in rows),
+                "tolerance_rule": "; ".join(rules) if rules else None,
             }
         )
     out.sort(

@@ -18,7 +18,7 @@ from pyverify.crosscheck.cases import (
     parse_dtypes,
     shard_cases,
 )
-from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
+from pyverify.crosscheck.compare import Comparer, as_numpy, output_tolerance_rules, sdpa_error
 from pyverify.crosscheck.results import CrosscheckResult, CrosscheckRow
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
@@ -91,6 +91,7 @@ def _run_random(case: Case) -> list[CrosscheckRow]:
     e_qg = sdpa_error(q, k, v, torch.matmul(q.double(), G_ref))
     tol_ded, tol_sc = stage_tolerances(case.dtype)
     tol_out, tol_coll = output_tolerances(case.dtype, e_sdpa, e_qg)
+    rule_out, rule_coll = output_tolerance_rules(case.dtype)
     unc = Comparer(case, "kernels.uncached", "reference.float64")
     rows = []
     for n in ("A", "A_LM", "A_P", "G"):
@@ -105,18 +106,18 @@ def _run_random(case: Case) -> list[CrosscheckRow]:
             row = unc.stage(n, got, getattr(ref.ded, n), tol_ded)
         rows.append(row)
     rows.append(unc.stage("scores", _scores_like_kernel(q, k, ded.G), ref.E, tol_sc))
-    rows.append(unc.stage("output", out, ref.out, tol_out))
+    rows.append(unc.stage("output", out, ref.out, tol_out, rule=rule_out))
     Gk = G_ref.to(compute_dtype(case.dtype))
     out_g = kern.plga_attention(q, k, v, None, G=Gk)
     rows.append(
         Comparer(case, "kernels.g_cached", "reference.float64").stage(
-            "output", out_g, ref.out, tol_out, ("cache_equivalence",)
+            "output", out_g, ref.out, tol_out, ("cache_equivalence",), rule=rule_out
         )
     )
     out_c = kern.collapsed_attention(q, k, v, Gk)
     rows.append(
         Comparer(case, "kernels.collapsed", "reference.float64").stage(
-            "output", out_c, ref.out, tol_coll, ("collapse_absorption",)
+            "output", out_c, ref.out, tol_coll, ("collapse_absorption",), rule=rule_coll
         )
     )
     return rows
@@ -173,15 +174,16 @@ def _run_trained(case: Case) -> list[CrosscheckRow]:
     e_qg = sdpa_error(q, k, v, torch.matmul(q.double(), G64))
     _, tol_sc = stage_tolerances(case.dtype)
     tol_out, tol_coll = output_tolerances(case.dtype, e_sdpa, e_qg)
+    rule_out, rule_coll = output_tolerance_rules(case.dtype)
     note = f"G_LM layer {layer}; max|E| {np.abs(ref.E).max():.3g}"
     cached = Comparer(case, "kernels.g_cached", "reference.float64", note)
     out_g = kern.plga_attention(q, k, v, None, G=Gk)
     out_c = kern.collapsed_attention(q, k, v, Gk)
     return [
         cached.stage("scores", _scores_like_kernel(q, k, Gk), ref.E, tol_sc),
-        cached.stage("output", out_g, ref.out, tol_out, ("cache_equivalence",)),
+        cached.stage("output", out_g, ref.out, tol_out, ("cache_equivalence",), rule=rule_out),
         Comparer(case, "kernels.collapsed", "reference.float64", note).stage(
-            "output", out_c, ref.out, tol_coll, ("collapse_absorption",)
+            "output", out_c, ref.out, tol_coll, ("collapse_absorption",), rule=rule_coll
         ),
     ]
 
@@ -204,7 +206,7 @@ def _run_identity(case: Case) -> list[CrosscheckRow]:
     note = f"identity G_LM; torch SDPA's own error at {case.dtype}: {e_sdpa:.2e}"
     rows = [
         Comparer(case, "kernels.g_cached", "torch.sdpa.float64", note).stage(
-            "output", out_g, sdpa64, tol, thm
+            "output", out_g, sdpa64, tol, thm, rule=output_tolerance_rules(case.dtype, "Q")[0]
         )
     ]
     if case.dtype == "float64":

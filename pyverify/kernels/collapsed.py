@@ -70,7 +70,9 @@ def collapsed_attention(
         aligned otherwise).
     check_finite : bool, default True
         Raise ``ValueError`` naming ``q_rot``, ``k_rot``, ``v`` or ``G`` if it holds
-        inf/NaN; False skips the check (its cost: see ``attend``).
+        inf/NaN, ``NonFiniteStageError`` ``[scores]`` if a score would overflow;
+        False skips the checks (their cost, and the unspecified result a bad value
+        then gives: see ``attend``).
     precision : {"rounded", "compensated"}, default "rounded"
         bfloat16/float16 only. "rounded" is the fast path: ``Q G`` formed in
         float32 and rounded once, then exactly one SDPA call of the same shape as

@@ -40,6 +40,7 @@ from pyverify.kernels.validation import (
     check_g,
     check_inputs_finite,
     check_qkv,
+    check_score_range,
     check_tensor,
     compute_dtype,
     explain_nonfinite,
@@ -322,11 +323,13 @@ def sdpa_qg(
     *,
     causal: bool = True,
     precision: Precision = "compensated",
+    check_scores: bool = False,
 ) -> torch.Tensor:
     """``softmax(Q G K^T / sqrt(dk) + mask) V`` with one SDPA call (no shape checks).
 
     Arguments and result as in :func:`attend`, except that ``G`` must already be
-    4-D, broadcastable to (B, H, dk, dk). float32/float64: SDPA on ``Q G``.
+    4-D, broadcastable to (B, H, dk, dk); ``check_scores``: ``check_score_range``
+    on what SDPA receives. float32/float64: SDPA on ``Q G``.
     bfloat16/float16, two precisions:
 
     * ``"rounded"``: ``Q G`` is formed in float32 and rounded once to the input
@@ -343,12 +346,17 @@ def sdpa_qg(
     if precision not in _PRECISIONS:
         raise InputValueError(f"precision must be one of {_PRECISIONS}; got {precision!r}")
     if q.dtype in (torch.float64, torch.float32) or precision == "rounded":
-        return sdpa(rotate_query(q, G), k, v, causal=causal)
+        qg = rotate_query(q, G)
+        if check_scores:
+            check_score_range(qg, k)
+        return sdpa(qg, k, v, causal=causal)
     dk = q.shape[-1]
     hi, lo = split_query_product(q, G)
     if q.dtype == torch.float16:
         check_finite(hi, "Q G")
     qg2, k2 = torch.cat((hi, lo), dim=-1), torch.cat((k, k), dim=-1)
+    if check_scores:
+        check_score_range(qg2, k2)
     return sdpa(qg2, k2, v, causal=causal, scale=dk**-0.5)
 
 
@@ -373,10 +381,15 @@ def attend(
     causal : bool, default True
         Causal mask (bottom-right aligned when ``S_q < S_k``).
     check_finite : bool, default True
-        Raise ``ValueError`` naming ``q``, ``k``, ``v`` or ``G`` if it holds inf/NaN
-        (one host synchronisation); False skips the check. Measured on a loaded
-        1-thread CPU: 4-13% of the call at (B, H, S, dk) = (2, 8, 512, 64); on
-        sub-millisecond calls the check's fixed cost can double the time.
+        Raise ``ValueError`` naming ``q``, ``k``, ``v`` or ``G`` if it holds inf/NaN,
+        and ``NonFiniteStageError`` ``[scores]`` if finite inputs give a score beyond
+        the range (one host synchronisation each); False skips both checks.
+        Measured on a loaded 1-thread CPU: 4-13% of the call at (B, H, S, dk) =
+        (2, 8, 512, 64); on sub-millisecond calls the check's fixed cost can double
+        the time. With ``check_finite=False`` a non-finite input or an overflowed
+        score gives an *unspecified* result in the rows it reaches: torch's CPU SDPA
+        returns NaN there under some CPU capabilities and shapes and zeros under
+        others. Rows the bad value does not reach are computed as usual.
     precision : {"compensated", "rounded"}, default "compensated"
         bfloat16/float16 only; see :func:`sdpa_qg`.
 
@@ -407,7 +420,7 @@ def checked_sdpa_qg(
     G4 = check_g(G, "G", B=B, H=H, dk=dk, like=q)
     if check_finite:
         check_inputs_finite((names[0], q), (names[1], k), ("v", v), ("G", G4))
-    return sdpa_qg(q, k, v, G4, causal=causal, precision=precision)
+    return sdpa_qg(q, k, v, G4, causal=causal, precision=precision, check_scores=check_finite)
 
 
 def _check_params(params: object, H: int, dk: int) -> None:
@@ -461,10 +474,11 @@ def plga_attention(
         Raise ``ValueError`` naming ``q``, ``k``, ``v``, ``G`` or ``A`` if it holds
         inf/NaN (one host synchronisation for all), and
         :class:`~pyverify.kernels.validation.PowerLawOverflowError` instead of
-        returning inf/NaN when the power law overflows. False skips both checks
+        returning inf/NaN when the power law overflows, and ``NonFiniteStageError``
+        ``[scores]`` when a score would overflow. False skips these checks
         (measured on a loaded 1-thread CPU: 1-12% of the call at (B, H, S, dk) =
-        (2, 8, 512, 64), 6-20% at (2, 4, 128, 32), ~30% on sub-millisecond calls
-        where the fixed cost of the reductions dominates).
+        (2, 8, 512, 64), 6-20% at (2, 4, 128, 32), ~30% on sub-millisecond calls);
+        the result is then unspecified where a bad value reaches (see :func:`attend`).
     precision : {"compensated", "rounded"}, default "compensated"
         bfloat16/float16 only: how ``Q G`` enters SDPA (see :func:`sdpa_qg`);
         the default keeps the error at the level of plain SDPA.
@@ -494,5 +508,5 @@ def plga_attention(
             G4 = ded.G
     if check_finite:
         check_inputs_finite(("q", q), ("k", k), ("v", v), ("G", G), ("A", A))
-    out = sdpa_qg(q, k, v, G4, causal=causal, precision=precision)
+    out = sdpa_qg(q, k, v, G4, causal=causal, precision=precision, check_scores=check_finite)
     return (out, ded) if return_deductive else out

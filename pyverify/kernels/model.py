@@ -378,8 +378,9 @@ class PLGADecoder:
         if not use_g_cache and any(lc.A is None for lc in cache.layers):
             raise InputValueError("use_g_cache=False needs A in the cache (uncached prefill)")
         # Only this step's rows are checked: the cache was checked when it was written
-        # (re-reading all of it per layer cost 6-7 % of a step). They must be: torch's
-        # CPU SDPA turns a NaN score into a zero output row, not a NaN one.
+        # (re-reading all of it per layer cost 6-7 % of a step). They must be: what
+        # torch's CPU SDPA makes of a NaN score depends on its dispatch (a NaN output
+        # row on some CPU capabilities and shapes, a row of zeros on others).
         L = cache.length
         try:
             for li, (lp, lc) in enumerate(zip(self.params.layers, cache.layers, strict=True)):

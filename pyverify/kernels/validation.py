@@ -33,6 +33,7 @@ __all__ = [
     "check_g",
     "check_inputs_finite",
     "check_qkv",
+    "check_score_range",
     "check_tensor",
     "check_type",
     "compute_dtype",
@@ -228,6 +229,39 @@ def check_finite(x: torch.Tensor, stage: str, *, power_law: bool = True) -> torc
         cls = PowerLawOverflowError if power_law else NonFiniteStageError
         raise cls(stage, f"{bad} non-finite entries ({x.dtype} overflow); inputs too large")
     return x
+
+
+def check_score_range(q: torch.Tensor, k: torch.Tensor) -> None:
+    """Raise :class:`NonFiniteStageError` ``[scores]`` if a score ``q_i . k_j`` can overflow.
+
+    What torch's CPU SDPA makes of an overflowed (inf, then NaN) score row depends on
+    its dispatch (CPU capability, shape, dtype): a NaN row on one machine, a row of
+    zeros on another. So the range is checked before SDPA, not read off its output.
+    Bound (Cauchy-Schwarz): ``|q_i . k_j| <= max_i |q_i| max_j |k_j|`` per (batch,
+    head), in SDPA's accumulation dtype (``compute_dtype``), one host
+    synchronisation; a bound above a quarter of that dtype's range (the margin keeps
+    the scaled scores and their differences inside it), or an overflowed norm, has
+    the products formed in float64 and their largest magnitude compared instead.
+
+    Parameters
+    ----------
+    q, k : torch.Tensor
+        (..., S_q, d) and (..., S_k, d), exactly as SDPA receives them.
+    """
+    cdt = compute_dtype(q.dtype)
+    limit = torch.finfo(cdt).max / 4
+    qn = torch.linalg.vector_norm(q, dim=-1, dtype=cdt).amax(dim=-1)
+    kn = torch.linalg.vector_norm(k, dim=-1, dtype=cdt).amax(dim=-1)
+    if bool((qn * kn <= limit).all()):  # an inf or NaN bound fails here
+        return
+    q64, k64 = q.double(), k.double()
+    biggest = float(torch.matmul(q64, k64.transpose(-2, -1)).abs().amax())
+    if not biggest <= limit:
+        raise NonFiniteStageError(
+            "scores",
+            f"a score reaches {biggest:.3g}, beyond the {cdt} range "
+            f"SDPA accumulates in (limit {limit:.3g}); inputs too large",
+        )
 
 
 # --------------------------------------------------------------------------- bad input

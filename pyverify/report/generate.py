@@ -19,10 +19,24 @@ from pyverify.output import write_text as _write
 from pyverify.report import phases as _ph
 from pyverify.report.aggregate import theorem_rows
 from pyverify.report.bench_load import apply_load_policy
+from pyverify.report.measured import (
+    MEASUREMENTS_FILE,
+    merge_measured,
+    split_crosscheck,
+    split_measured,
+)
 from pyverify.report.render import render_index
 from pyverify.report.serialize import dumps, round_floats
 
-__all__ = ["OUTPUT_FILES", "Phases", "environment_data", "generate_report", "verification_data"]
+__all__ = [
+    "OUTPUT_FILES",
+    "Phases",
+    "environment_data",
+    "generate_report",
+    "report_data",
+    "split_report",
+    "verification_data",
+]
 
 
 #: Files the report writes (PNGs only when their data exist).
@@ -30,6 +44,7 @@ OUTPUT_FILES: tuple[str, ...] = (
     "index.md",
     "verification.json",
     "environment.json",
+    MEASUREMENTS_FILE,
     "lean_manifest.json",
     "benchmarks.json",
     "commutant_residual.png",
@@ -37,8 +52,7 @@ OUTPUT_FILES: tuple[str, ...] = (
     "benchmark_ratios.png",
 )
 
-#: Significant digits of cross-check errors in verification.json (ulp-level errors can
-#: move in their last digits with the BLAS build; 3 digits keep the magnitude).
+#: Significant digits of cross-check errors in measurements.json (3 keep the magnitude).
 CROSSCHECK_SIG = 3
 
 
@@ -76,10 +90,10 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- data
 def _lean_data(lean: dict[str, Any]) -> dict[str, Any]:
+    """The build's verdicts (the toolchain and its version string: environment.json)."""
     man = lean.get("manifest") or {}
     return {
         "status": lean.get("status"),
-        "version": lean.get("version"),
         "modules": [
             {"name": m["name"], "ok": m["status"] in ("built", "cached")}
             for m in lean.get("modules") or []
@@ -139,7 +153,7 @@ def _diag_data(name: str, d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def verification_data(
+def report_data(
     *,
     lean: dict[str, Any],
     tests: dict[str, Any],
@@ -149,7 +163,10 @@ def verification_data(
     bench: dict[str, Any],
     options: dict[str, Any],
 ) -> dict[str, Any]:
-    """The content of ``verification.json`` (deterministic: no times, hosts or paths).
+    """Everything the report shows: verdicts and measured figures (no times, hosts or paths).
+
+    :func:`split_report` divides it into ``verification.json`` and
+    ``measurements.json``; ``index.md`` and the plots read it whole.
 
     Parameters
     ----------
@@ -188,7 +205,7 @@ def verification_data(
     )
     model_data = {k: v for k, v in (model or {}).items() if k != "status"}
     data = {
-        "schema": 1,
+        "schema": 2,
         "ok": bool(ok),
         "options": dict(options),
         "status": status,
@@ -198,13 +215,44 @@ def verification_data(
         "crosscheck": cc,
         "diagnostics": diag,
         "model_diagnostics": model_data,
+        # whether this run's figures were written (not under load) is a fact of the
+        # machine's state, not a verdict: index.md says it
         "benchmarks": {
             "status": status["bench"],
-            "file": "benchmarks.json" if bench_status == "passed" else None,
             "note": "timings are not reproducible: see benchmarks.json and index.md",
         },
     }
     return round_floats(data)
+
+
+def split_report(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``verification.json``, ``measurements.json``) content of :func:`report_data` output.
+
+    The first is identical on every machine for the same inputs: verdicts, counts,
+    case lists, declared tolerances and thresholds, no measured float
+    (:mod:`pyverify.report.measured`); the second holds the measured figures at the
+    same places, and :func:`~pyverify.report.measured.merge_measured` of the two
+    gives ``data`` back.
+    """
+    cc_kept, cc_measured = split_crosscheck(data["crosscheck"])
+    kept, measured = split_measured({**data, "crosscheck": cc_kept})
+    measured["crosscheck"] = merge_measured(measured.get("crosscheck", {}), cc_measured)
+    measured = {
+        "schema": 1,
+        "about": "figures measured on this machine (they move with torch's CPU dispatch, "
+        "the BLAS build and the thread count); the verdicts are in verification.json",
+        **measured,
+    }
+    return kept, measured
+
+
+def verification_data(**phases: Any) -> dict[str, Any]:
+    """The content of ``verification.json``: :func:`report_data`'s verdicts alone.
+
+    Same keyword arguments as :func:`report_data`; the result is identical on every
+    machine for the same inputs.
+    """
+    return split_report(report_data(**phases))[0]
 
 
 def _version(mod: str) -> str | None:
@@ -334,8 +382,9 @@ def generate_report(
     theorem ID x implementation; (3) cross-check (quick or full sweep); (4)
     diagnostics of the three released ``G_LM`` files (with provenance) and of a
     live model; (5) quick benchmarks. Writes ``index.md``,
-    ``verification.json`` (deterministic), ``environment.json``,
-    ``benchmarks.json`` and the PNG figures.
+    ``verification.json`` (the verdicts: identical on every machine),
+    ``measurements.json`` (the figures measured here: errors, diagnostics),
+    ``environment.json``, ``benchmarks.json`` and the PNG figures.
 
     Parameters
     ----------
@@ -420,8 +469,10 @@ def generate_report(
 
     phases = {"lean": lean_res, "tests": tests_res, "crosscheck": cc, "diagnostics": diag}
     phases |= {"bench": bench_res, "options": options}
-    data = verification_data(model=model, **phases)
-    _write(out / "verification.json", dumps(data))
+    data = report_data(model=model, **phases)
+    verification, measurements = split_report(data)
+    _write(out / "verification.json", dumps(verification))
+    _write(out / MEASUREMENTS_FILE, dumps(measurements))
     bench_file = out / "benchmarks.json"
     if bench_res.get("status") == "passed":
         _write(

@@ -160,7 +160,11 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         f"sweep): {len(cc['cases'])} cases, {len(cc['rows'])} comparisons, {n_fail} failed; "
         f"devices {', '.join(cc['devices'])}; dtypes {', '.join(cc['dtypes'])}. Error = per "
         "(batch, head) slice `max|x - y| / max|y|`; max and median over slices (and cases). "
-        "Tolerances and their derivation: `pyverify/tolerance.py`."
+        "Tolerances and their derivation: `pyverify/tolerance.py`. *Measured on this "
+        "machine*: the errors and the tolerances that scale with torch SDPA's own error "
+        "(they move in their last digits with the CPU and its dispatch; "
+        "[measurements.json](measurements.json)); the pass/fail verdicts and constant "
+        "tolerances are in verification.json."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
     rows = []
@@ -214,7 +218,14 @@ def _diag_summary_rows(name: str, d: dict[str, Any]) -> list[str]:
 
 
 def _diagnostics_section(diag: dict[str, dict[str, Any]], model: dict[str, Any]) -> list[str]:
-    lines = ["## Diagnostics of the real trained G_LM", ""]
+    lines = [
+        "## Diagnostics of the real trained G_LM",
+        "",
+        "*Measured on this machine*: the figures below (residuals, distances, singular "
+        "values; [measurements.json](measurements.json)); the counts and verdicts drawn "
+        "from them by a threshold are in verification.json.",
+        "",
+    ]
     tr = diag.get("trained") or {}
     if tr.get("status") == "error" or not tr:
         lines += [f"**Error**: {tr.get('error', 'not run')}", ""]
@@ -357,8 +368,10 @@ def render_index(
         f"{st['tests']}, cross-check {st['crosscheck']}, diagnostics {st['diagnostics']}, "
         f"benchmarks {st['bench']}.",
         "",
-        "Data: [verification.json](verification.json) (deterministic), "
-        "[environment.json](environment.json) (host, time, versions, durations)"
+        "Data: [verification.json](verification.json) (the verdicts: identical on every "
+        "machine), [measurements.json](measurements.json) (errors and figures measured on "
+        "this machine), [environment.json](environment.json) (host, time, versions, "
+        "durations)"
         + (", [lean_manifest.json](lean_manifest.json)" if lean.get("manifest") else "")
         + (", [benchmarks.json](benchmarks.json)" if bench.get("rows") else "")
         + ". Regenerate with `pyverify report` (or `tox -e report`).",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from report_helpers import Fake
+
 from pyverify.report import generate_report
 from pyverify.report.bench_load import apply_load_policy, load_slack, settle_load, under_load
 
@@ -51,6 +53,10 @@ def test_report_refuses_loaded_figures(tmp_path, fake):
     assert "**Not recorded**: measured under load (load average 25.8" in index
     ver = (out / "verification.json").read_text()
     assert "25.8" not in ver and json.loads(ver)["benchmarks"]["status"] == "ran"
+    calm = Fake(tmp_path).phases()  # the same report on a quiet machine: the same verdicts
+    generate_report(out / "quiet", phases=calm, **quiet)
+    assert (out / "quiet" / "benchmarks.json").exists()
+    assert (out / "quiet" / "verification.json").read_text() == ver
     generate_report(out, phases=_loaded(fake), bench_anyway=True, **quiet)
     bench = json.loads((out / "benchmarks.json").read_text())
     assert bench["meta"]["under_load"] is True

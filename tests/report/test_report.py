@@ -111,6 +111,7 @@ def test_report_outputs_and_determinism(tmp_path, fake):
     for name in (
         "index.md",
         "verification.json",
+        "measurements.json",
         "environment.json",
         "lean_manifest.json",
         "benchmarks.json",
