@@ -314,10 +314,10 @@ def _register_report(sub: Any) -> None:
 
 
 def _cmd_collapse(args: argparse.Namespace) -> int:
-    """Run ``pyverify collapse``."""
+    """Run ``pyverify collapse`` (the ablation study)."""
     from dataclasses import replace
 
-    from pyverify.collapse.config import full_config, small_config
+    from pyverify.collapse.config import RUNS, full_config, small_config
     from pyverify.collapse.plots import draw_all
     from pyverify.collapse.runner import run_collapse
     from pyverify.paths import repo_root
@@ -331,8 +331,8 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     cfg = small_config() if args.small else full_config()
     if args.steps is not None:
         cfg = replace(cfg, steps=args.steps)
-    regimes = ("critical", "subcritical") if args.regime == "both" else (args.regime,)
-    run_collapse(cfg, out, regimes=regimes, resume=args.resume, threads=args.threads,
+    runs = tuple(args.run) if args.run else tuple(RUNS)
+    run_collapse(cfg, out, runs=runs, resume=args.resume, jobs=args.jobs, threads=args.threads,
                  progress=not args.no_progress, log=progress)  # fmt: skip
     print(f"wrote {out}")
     return 0
@@ -341,16 +341,20 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
 def _register_collapse(sub: Any) -> None:
     """Add the ``collapse`` sub-command to an ``argparse`` sub-parsers object.
 
-    ``pyverify collapse [-o DIR] [--small] [--steps N] [--regime R] [--resume]
-    [--threads N] [--plots-only]``.
+    ``pyverify collapse [-o DIR] [--study ablation] [--small] [--steps N] [--run R ...]
+    [--resume] [--jobs N] [--threads N] [--plots-only]``.
     """
-    p = sub.add_parser("collapse", help="train a small PLDR model, measure its order parameter")
+    from pyverify.collapse.config import RUNS
+
+    p = sub.add_parser("collapse", help="the ablation study of the paper's empirical collapse")
     p.add_argument("-o", "--output", default=None, help="default: <repo>/reports/collapse")
-    p.add_argument("--small", action="store_true", help="the small run (a test, < 1 min)")
-    p.add_argument("--steps", type=int, default=None, help="training steps per regime")
-    p.add_argument("--regime", choices=("both", "critical", "subcritical"), default="both")
+    p.add_argument("--study", choices=("ablation",), default="ablation", help="the study to run")
+    p.add_argument("--small", action="store_true", help="the small study (a test, ~1 min)")
+    p.add_argument("--steps", type=_int_at_least(1), default=None, help="training steps per run")
+    p.add_argument("--run", action="append", choices=tuple(RUNS), help="only this run (repeat)")
     p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
-    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
+    p.add_argument("--jobs", type=_int_at_least(1), default=2, help="runs trained at once")
+    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch threads per run")
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)
