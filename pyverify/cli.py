@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     _register_diagnose(sub)
     _register_report(sub)
     _register_collapse(sub)
+    _register_claims(sub)
 
     p = sub.add_parser("bench", help="benchmark ratios P1-P3, measured side by side")
     p.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -358,6 +359,28 @@ def _register_collapse(sub: Any) -> None:
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)
+
+
+def _cmd_claims(args: argparse.Namespace) -> int:
+    """Print the claims ledger E1-E8 computed from the saved study."""
+    from pyverify.claims.ledger import format_ledger, ledger_json, load_ledger
+    from pyverify.paths import repo_root
+
+    src = Path(args.input) if args.input else repo_root() / "reports" / "collapse"
+    result, ledger = load_ledger(src)
+    if args.json:
+        check_output_file(Path(args.json), "claims --json")
+        write_json(Path(args.json), ledger_json(result, ledger))
+    print(format_ledger(result, ledger))
+    return 0
+
+
+def _register_claims(sub: Any) -> None:
+    """Add ``pyverify claims [-i DIR] [--json FILE]`` (the ledger of E1-E8)."""
+    p = sub.add_parser("claims", help="the paper's empirical claims E1-E8, a verdict each")
+    p.add_argument("-i", "--input", default=None, help="study folder (default reports/collapse)")
+    p.add_argument("--json", default=None, help="also write the float-free ledger here")
+    p.set_defaults(func=_cmd_claims)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
