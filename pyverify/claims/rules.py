@@ -14,10 +14,12 @@ weights learned.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from pyverify.claims.stats import last, mmm, op_grid, pair_values
 from pyverify.claims.verdict import (
+    BY_CONSTRUCTION,
     INCONCLUSIVE,
     NOT_SUPPORTED,
     SUPPORTED,
@@ -75,12 +77,17 @@ def _s_max(result: dict[str, Any]) -> int:
     return max(result["settings"]["s_measure"])
 
 
-def scale_line(result: dict[str, Any]) -> str:
-    """One line: the specimen's size and tokens beside the paper's."""
+@lru_cache(maxsize=8)
+def _n_params(model_items: tuple[tuple[str, Any], ...]) -> int:
     from pyverify.collapse.model import ModelConfig, PLDRDecoder
 
+    return sum(p.numel() for p in PLDRDecoder(ModelConfig(**dict(model_items))).parameters())
+
+
+def scale_line(result: dict[str, Any]) -> str:
+    """One line: the specimen's size and tokens beside the paper's."""
     s = result["settings"]
-    n = sum(p.numel() for p in PLDRDecoder(ModelConfig(**s["model"])).parameters())
+    n = _n_params(tuple(sorted(s["model"].items())))
     tokens = s["steps"] * s["batch"] * s["seq"]
     return (
         f"specimen {n / 1e6:.2f}M parameters, {tokens / 1e6:.1f}M byte tokens seen, "
@@ -180,6 +187,18 @@ def _fidelity_rows(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, fl
     return fid, nums
 
 
+def _g_bitwise_invariant(result: dict[str, Any]) -> bool:
+    """Whether the author run's final ``eps_G`` is exactly 0 at every measured length."""
+    from pyverify.claims.stats import flat
+
+    eps = last(result["runs"][AUTHOR])["eps_G"]
+    return all(x == 0.0 for S in eps for x in flat(eps[S]))
+
+
+_BITWISE = (
+    "; true by construction when G is bitwise invariant (eps_G = 0 at every measured S): "
+    "then every cached G is the recomputed one"
+)
 _E28_CAVEAT = (
     "kv_A (the author's KV-cache: A frozen at the prompt, A=kvcache[2]) equals prompt_G by "
     f"construction ({BY_CONSTRUCTION_TEST}); only full recomputation decides"
@@ -191,12 +210,14 @@ def e2(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
     rule = (
         "against FULL RECOMPUTATION (greedy, teacher-forced logits): supported if for prompt_G "
         "and kv_A every prompt's top-1 margin exceeds twice its max logit gap; not supported "
-        "if any greedy token differs; else inconclusive"
+        "if any greedy token differs; else inconclusive" + _BITWISE
     )
     fid, nums = _fidelity_rows(result)
     n = fid["n_prompts"]
     modes = (fid["prompt_G"], fid["kv_A"])
-    if all(m["margin_covers_gap"] == n for m in modes):
+    if _g_bitwise_invariant(result):
+        verdict = BY_CONSTRUCTION
+    elif all(m["margin_covers_gap"] == n for m in modes):
         verdict = SUPPORTED
     elif any(m["tokens_identical"] < n for m in modes):
         verdict = NOT_SUPPORTED
@@ -209,12 +230,14 @@ def e8(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
     """E8: greedy tokens identical to full recomputation on every prompt."""
     rule = (
         "supported if the greedy tokens of prompt_G and kv_A equal full recomputation's on "
-        "every prompt; not supported otherwise"
+        "every prompt; not supported otherwise" + _BITWISE
     )
     fid, nums = _fidelity_rows(result)
     n = fid["n_prompts"]
     ok = all(fid[m]["tokens_identical"] == n for m in ("prompt_G", "kv_A"))
-    verdict = SUPPORTED if ok else NOT_SUPPORTED
+    verdict = (
+        BY_CONSTRUCTION if _g_bitwise_invariant(result) else SUPPORTED if ok else NOT_SUPPORTED
+    )
     return Verdict("E8", verdict, AUTHOR, rule, _E28_CAVEAT + "; " + scale_line(result), nums)
 
 
