@@ -443,6 +443,12 @@ def generate_report(
         collapse_lines = collapse_section(out)
     except Exception as exc:  # a malformed saved run must not sink the report
         collapse_lines = ["## Empirical collapse (measured)", "", f"**Error**: {exc!r}", ""]
+    from pyverify.report.claims_section import claims_section
+
+    try:  # the ledger E1-E8 (also writes claims.json, float-free)
+        collapse_lines += claims_section(out)
+    except Exception as exc:  # a malformed saved study must not sink the report
+        collapse_lines += ["## The paper's empirical claims", "", f"**Error**: {exc!r}", ""]
     _write(out / "index.md", index + "\n" + "\n".join(collapse_lines).rstrip() + "\n")
     durations["total"] = time.perf_counter() - start
     env = environment_data(durations=durations, **phases)

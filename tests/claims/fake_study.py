@@ -47,6 +47,8 @@ def record(
         "floor_fraction_A_LM": _grid(0.0),
         "commutant_residual_G": _grid(comm),
         "jacobian_top_sv": _grid(jac),
+        "mean_abs_P": _grid(0.02),
+        "norm_a": _grid(1.0),
     }
 
 
@@ -104,11 +106,20 @@ def study(
                 "rope_base": 10000.0,
             },
             "steps": 100,
+            "adam_eps": 1e-5,
+            "weight_decay": 0.1,
+            "grad_clip_value": 1.0,
+            "min_lr_frac": 0.1,
+            "measure_every": 100,
+            "betas": [0.9, 0.95],
+            "n_prompts": 20,
+            "prompt_len": 32,
+            "n_new": 16,
             "batch": 2,
             "seq": S_HI,
             "s_measure": [S_LO, S_HI],
         },
-        "baseline": {"val_loss_by_order": [3.5, 2.8, 2.2, 1.7, 1.5]},
+        "baseline": {"model": "n-gram", "val_loss_by_order": [3.5, 2.8, 2.2, 1.7, 1.5]},
         "runs": runs,
     }
 
