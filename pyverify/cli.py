@@ -237,7 +237,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if getattr(args, "checkpoint", None):
         from pyverify.diagnose.checkpoint import format_checkpoint, run_checkpoint_diagnose
 
-        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed, progress=prog)
+        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed,
+                                    n_new=args.new_tokens, n_cont=args.continuation,
+                                    progress=prog)  # fmt: skip
         results.append(d)
         print(format_checkpoint(d))
         print()
@@ -272,6 +274,18 @@ def _register_diagnose(sub: Any) -> None:
     p.add_argument("--seed", type=_seed, default=0, help="seed of the live model (with --model)")
     p.add_argument("--checkpoint", help="a pldr_model_v510 state dict (torch.save file)")
     p.add_argument("--tokens", help="prompts for --checkpoint (.npy, .json or text lines)")
+    p.add_argument(
+        "--new-tokens",
+        type=_int_at_least(1),
+        default=16,
+        help="--checkpoint: greedy tokens per prompt for cache fidelity (E2, E8)",
+    )
+    p.add_argument(
+        "--continuation",
+        type=_int_at_least(1),
+        default=16,
+        help="--checkpoint: sampled tokens per continuation (pairwise order param.)",
+    )
     p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_diagnose)
