@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pyverify.claims.rules import gate, rules, scale_line
+from pyverify.claims.rules import GATE_ORDER, gate, rules, scale_line
 from pyverify.claims.verdict import CLAIMS, Verdict
 from pyverify.errors import InputValueError, MissingInputError
 
@@ -57,6 +57,7 @@ def ledger_json(result: dict[str, Any], ledger: list[Verdict]) -> dict[str, Any]
     return {
         "source": "reports/collapse/collapse.json (and timings.json for E5)",
         "gate_passed": ok,
+        "gate_order": GATE_ORDER,
         "claims": [v.to_json() for v in ledger],
     }
 

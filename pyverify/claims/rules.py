@@ -95,13 +95,13 @@ def scale_line(result: dict[str, Any]) -> str:
     )
 
 
-def gate(result: dict[str, Any]) -> tuple[bool, str]:
-    """Whether ``author`` beat the gate baseline, with the sentence saying so."""
+def _gate_figures(result: dict[str, Any]) -> tuple[bool, str, dict[str, float | int | str]]:
+    """``(passed, number-free reason, figures)`` of the gate."""
     run = result["runs"].get(AUTHOR)
     if run is None or not run.get("history"):
-        return False, "no author run"
+        return False, "no author run", {}
     if "diverged" in run:
-        return False, f"the author run diverged ({run['diverged']})"
+        return False, "the author run diverged", {}
     base = result["baseline"]["val_loss_by_order"]
     order = min(GATE_ORDER, len(base))
     v = last(run)["val_loss"]
@@ -109,16 +109,33 @@ def gate(result: dict[str, Any]) -> tuple[bool, str]:
     ok = v < base[order - 1]
     rel = "beats" if ok else "does not beat"
     also = "also beats" if v < best else "does not beat"
-    return ok, (
-        f"author val loss {v:.3f} nats/byte {rel} the {order}-gram baseline "
-        f"({base[order - 1]:.3f}) and {also} the best n-gram ({best:.3f}, order "
-        f"{base.index(best) + 1})"
+    why = (
+        f"author {rel} the {order}-gram baseline on validation loss and {also} the best "
+        f"n-gram (order {base.index(best) + 1})"
     )
+    figures: dict[str, float | int | str] = {
+        "author val loss": v,
+        f"{order}-gram val loss": base[order - 1],
+        "best n-gram val loss": best,
+    }
+    return ok, why, figures
+
+
+def gate(result: dict[str, Any]) -> tuple[bool, str]:
+    """Whether ``author`` beat the gate baseline, with the sentence (and figures) saying so."""
+    ok, why, figures = _gate_figures(result)
+    if figures:
+        why += " (" + ", ".join(f"{k} {x:.3f}" for k, x in figures.items()) + " nats/byte)"
+    return ok, why
 
 
 def _apply_gate(result: dict[str, Any], v: Verdict) -> Verdict:
-    """``v`` turned "inconclusive" when the author run fails the gate (the numbers kept)."""
-    ok, why = gate(result)
+    """``v`` turned "inconclusive" when the author run fails the gate (the numbers kept).
+
+    The caveat stays number-free (it goes into the byte-stable JSON); the gate's
+    figures join the verdict's numbers.
+    """
+    ok, why, figures = _gate_figures(result)
     if ok:
         return v
     return Verdict(
@@ -127,7 +144,7 @@ def _apply_gate(result: dict[str, Any], v: Verdict) -> Verdict:
         v.decided_by,
         v.rule,
         f"gate failed: {why} (the rule alone would say {v.verdict!r}); {v.caveat}",
-        v.numbers,
+        {**figures, **v.numbers},
     )
 
 

@@ -54,7 +54,9 @@ def test_gate_makes_every_author_claim_inconclusive_but_keeps_the_numbers():
             assert v.verdict == INCONCLUSIVE, v.claim
             assert "gate failed" in v.caveat
     assert "would say 'supported'" in {v.claim: v for v in ledger}["E1"].caveat
-    assert {v.claim: v for v in ledger}["E1"].numbers  # numbers still shown
+    e1_row = {v.claim: v for v in ledger}["E1"]
+    assert e1_row.numbers["author val loss"] == 2.5 and e1_row.numbers["3-gram val loss"] == 2.2
+    assert "2.5" not in e1_row.caveat  # the caveat goes into the float-free JSON
     assert verdict_of("E1", study(author_op=1e-8, val_loss=2.1)) == SUPPORTED
 
 
