@@ -39,6 +39,7 @@ from pyverify.kernels.collapsed import project_to_rope_commutant
 __all__ = [
     "FLOOR_FACTOR",
     "as_float64",
+    "causal_val_loss",
     "commutant_residual",
     "deductive_stack",
     "measure",
@@ -115,6 +116,30 @@ def val_loss(model64: PLDRDecoder, inputs: Tensor, targets: Tensor, chunk: int =
                 logits.flatten(0, 1), targets[i : i + chunk].flatten(), reduction="sum"
             )
         )
+    return total / targets.numel()
+
+
+@torch.no_grad()
+def causal_val_loss(
+    model64: PLDRDecoder, inputs: Tensor, targets: Tensor, chunk: int = 64
+) -> float:
+    """Next-token cross-entropy with every position predicted from its prefix alone.
+
+    ``G`` is computed from the Gram of the WHOLE input (``Q^T Q`` sums over all
+    positions), so a teacher-forced pass lets each position see the later
+    tokens through ``G``: its loss (:func:`val_loss`) is not a next-token loss
+    unless ``G`` is input-invariant. Here position ``t`` is scored on a pass
+    over ``inputs[:, :t + 1]`` (full recomputation, as in greedy decoding).
+    """
+    total = 0.0
+    S = inputs.shape[1]
+    for i in range(0, inputs.shape[0], chunk):
+        x, y = inputs[i : i + chunk], targets[i : i + chunk]
+        for t in range(S):
+            logits, _, _ = model64(x[:, : t + 1])
+            total += float(
+                torch.nn.functional.cross_entropy(logits[:, -1], y[:, t], reduction="sum")
+            )
     return total / targets.numel()
 
 

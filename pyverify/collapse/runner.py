@@ -30,7 +30,7 @@ import torch
 from pyverify.collapse.config import RUNS, RunConfig
 from pyverify.collapse.corpus import load_corpus
 from pyverify.collapse.fidelity import fidelity, time_per_token
-from pyverify.collapse.measure import as_float64, deductive_stack
+from pyverify.collapse.measure import as_float64, causal_val_loss, deductive_stack
 from pyverify.collapse.ngram import ngram_losses
 from pyverify.collapse.train import CHECKPOINT, TrainingDivergedError, train_run
 from pyverify.errors import InputValueError
@@ -42,6 +42,11 @@ RESULT_FILE = "collapse.json"
 TIMINGS_FILE = "timings.json"
 FINAL_FILE = "final.json"
 TIMING_FILE = "timing.json"
+FINAL_VERSION = 2
+"""Version of the final measurements; a saved ``final.json`` of another is redone on
+``--resume`` (from the finished checkpoint, without retraining). 2: the causal
+validation loss was added after the first full run showed that the teacher-forced
+loss sees later tokens through G."""
 
 
 def baseline(cfg: RunConfig) -> dict[str, Any]:
@@ -64,8 +69,10 @@ def _final(model: torch.nn.Module, cfg: RunConfig, corpus: Any) -> tuple[dict, d
     mean_G = [g.mean(dim=0) for g in deductive_stack(m64, probes)["G"].unbind(dim=1)]
     prompts = corpus.windows(cfg.n_prompts, cfg.prompt_len, phase=0.25)
     fid = fidelity(m64, prompts, cfg.n_new, mean_G)
+    val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5)
+    causal = causal_val_loss(m64, val[:, :-1], val[:, 1:])
     timing = time_per_token(model, prompts, cfg.n_new)
-    return {"fidelity": fid}, timing
+    return {"fidelity": fid, "causal_val_loss": causal}, timing
 
 
 def _one_run(
@@ -76,13 +83,16 @@ def _one_run(
     run = RUNS[name]
     ckpt_dir = out_dir / "checkpoints" / name
     final_f, timing_f = ckpt_dir / FINAL_FILE, ckpt_dir / TIMING_FILE
-    stamp = {"settings": cfg.to_dict(), "run": run.to_dict()}
+    stamp = {"settings": cfg.to_dict(), "run": run.to_dict(), "final_version": FINAL_VERSION}
     if resume and final_f.is_file() and timing_f.is_file():
         saved = json.loads(final_f.read_text())
         if saved.get("stamp") == stamp:
             if q is not None:
                 q.put((name, cfg.steps, float("nan")))
             return name, saved["entry"], json.loads(timing_f.read_text())
+    earlier = 0.0  # training time of earlier sessions (a resumed run keeps its total)
+    if resume and timing_f.is_file():
+        earlier = float(json.loads(timing_f.read_text()).get("train_and_measure_s", 0.0))
     corpus = load_corpus()
     t1 = time.perf_counter()
     cb = None if q is None else (lambda s, loss: q.put((name, s, loss)))
@@ -103,7 +113,11 @@ def _one_run(
         return name, entry, None
     final, timing = _final(model, cfg, corpus)
     entry.update(final)
-    timing = {"train_and_measure_s": t2 - t1, "final_s": time.perf_counter() - t2, **timing}
+    timing = {
+        "train_and_measure_s": earlier + t2 - t1,
+        "final_s": time.perf_counter() - t2,
+        **timing,
+    }
     write_json(final_f, {"stamp": stamp, "entry": entry})
     write_json(timing_f, timing)
     return name, entry, timing
@@ -233,6 +247,14 @@ def run_collapse(
         return result
     timings["total_s"] = time.perf_counter() - t0
     timings["loadavg_after"] = _loadavg()
+    old_f = out_dir / TIMINGS_FILE
+    if resume and old_f.is_file():  # the sessions before this one, as they were measured
+        old = json.loads(old_f.read_text())
+        keep = ("total_s", "loadavg_before", "loadavg_after", "jobs")
+        timings["earlier_sessions"] = [
+            *old.get("earlier_sessions", []),
+            {k: old[k] for k in keep if k in old},
+        ]
     write_json(out_dir / RESULT_FILE, result)
     write_json(out_dir / TIMINGS_FILE, timings)
     from pyverify.collapse.plots import draw_all
