@@ -121,18 +121,20 @@ def draw_all(out_dir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, run in runs.items():
         hist = run["history"]
-        ax.plot(
-            [h["step"] for h in hist],
-            [h["val_loss"] for h in hist],
-            color=COLOURS.get(name, "k"),
-            label=name,
-        )
+        c = COLOURS.get(name, "k")
+        ax.plot([h["step"] for h in hist], [h["val_loss"] for h in hist], color=c, label=name)
+        if "causal_val_loss" in run:
+            ax.plot([hist[-1]["step"]], [run["causal_val_loss"]], "o", color=c, ms=5)
     base = result["baseline"]["val_loss_by_order"]
     for n, v in enumerate(base, 1):
         if n >= 2:
             ax.axhline(v, color="k", lw=0.8, ls=":")
             ax.text(0, v, f" {n}-gram", fontsize=7, va="bottom")
-    ax.set(xlabel="step", ylabel="validation loss (nats/byte)", title="loss vs n-gram baselines")
+    ax.set(
+        xlabel="step",
+        ylabel="validation loss (nats/byte)",
+        title="teacher-forced (lines) and causal (dots) loss vs n-gram",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     paths.append(out_dir / FIGURES[3])

@@ -23,7 +23,7 @@ def test_sections_show_the_runs_side_by_side_and_the_ledger(tmp_path):
     text = "\n".join(collapse_section(tmp_path))
     for run in ("author", "frozen", "no-decay", "spread-init", "subcritical"):
         assert f"| {run} |" in text
-    assert "| author | 1.5 (3-gram 2.2) | 0.1 / 0.1 / 0.1 | 1e-08 / 1e-08 / 1e-08 |" in text
+    assert "| author | 1.5 / 1 (3-gram 2.2) | 0.1 / 0.1 / 0.1 | 1e-08 / 1e-08 / 1e-08 |" in text
     assert "| author | author's KV-cache (A at the prompt) | 20/20 |" in text
     ledger = "\n".join(claims_section(tmp_path))
     assert "| E1 invariance" in ledger and "| **supported** | author |" in ledger

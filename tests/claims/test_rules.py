@@ -55,9 +55,21 @@ def test_gate_makes_every_author_claim_inconclusive_but_keeps_the_numbers():
             assert "gate failed" in v.caveat
     assert "would say 'supported'" in {v.claim: v for v in ledger}["E1"].caveat
     e1_row = {v.claim: v for v in ledger}["E1"]
-    assert e1_row.numbers["author val loss"] == 2.5 and e1_row.numbers["3-gram val loss"] == 2.2
+    assert e1_row.numbers["author causal val loss"] == 2.5
+    assert e1_row.numbers["3-gram val loss"] == 2.2
     assert "2.5" not in e1_row.caveat  # the caveat goes into the float-free JSON
     assert verdict_of("E1", study(author_op=1e-8, val_loss=2.1)) == SUPPORTED
+
+
+def test_gate_uses_the_causal_loss():
+    r = study(val_loss=2.5)
+    assert r["runs"]["author"]["history"][-1]["val_loss"] < 2.2  # teacher-forced: leaks via G
+    assert gate(r)[0] is False
+    del r["runs"]["author"]["causal_val_loss"]
+    assert gate(r) == (
+        False,
+        "no causal validation loss saved (rerun `pyverify collapse --resume`)",
+    )
 
 
 def test_diverged_author_fails_the_gate():

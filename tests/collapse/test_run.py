@@ -48,6 +48,7 @@ def test_small_study_writes_json_and_figures(full_small):
         assert np.array(last["jacobian_top_sv"]).shape == (L, H)
         assert np.all(np.array(last["numerical_rank_A"]) <= cfg.model.dk)
         assert 0 <= np.min(last["floor_fraction_A_LM"]) <= np.max(last["floor_fraction_A_LM"]) <= 1
+        assert math.isfinite(run["causal_val_loss"]) and run["causal_val_loss"] > 0
         fid = run["fidelity"]
         for k in ("prompt_G", "mean_G", "kv_A"):
             assert 0 <= fid[k]["tokens_identical"] <= fid["n_prompts"]
@@ -168,3 +169,23 @@ def test_commutant_residual_spec():
     off[0, 2] = 1.0
     off[0, 0], off[1, 1] = 1.0, -1.0  # diag(1, -1) is orthogonal to span{I, J}
     assert math.isclose(float(commutant_residual(off)), 1.0)
+
+
+def test_causal_loss_equals_teacher_forced_only_for_an_invariant_g():
+    """G from the whole window lets a teacher-forced pass see later tokens; with a = 0
+    (G = b_a for every input) the pass is causal and both losses agree to rounding
+    (float64, sums of 64 terms: relative 1e-12 is far above roundoff)."""
+    from pyverify.collapse.measure import as_float64, causal_val_loss, val_loss
+
+    cfg = small_config()
+    val = load_corpus().windows(4, cfg.seq + 1, phase=0.5)
+    x, y = val[:, :-1], val[:, 1:]
+    live = as_float64(PLDRDecoder(cfg.model, 0, p_init="spread"))
+    assert abs(causal_val_loss(live, x, y) - val_loss(live, x, y)) > 1e-6
+    inv = PLDRDecoder(cfg.model, 0, p_init="spread")
+    with torch.no_grad():
+        for layer in inv.layers:
+            layer.mha.a.zero_()
+            layer.mha.b_a.normal_(generator=torch.Generator().manual_seed(1))
+    inv = as_float64(inv)
+    assert math.isclose(causal_val_loss(inv, x, y), val_loss(inv, x, y), rel_tol=1e-12)
