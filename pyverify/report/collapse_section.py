@@ -21,6 +21,8 @@ from pyverify.report.markdown import num, table
 __all__ = ["COLLAPSE_DIR", "collapse_section"]
 
 COLLAPSE_DIR = "collapse"
+LEAK_NATS = 0.05
+"""Causal minus teacher-forced validation loss above this (nats/byte): G carries later tokens."""
 TITLE = "## Empirical collapse: the ablation study (measured)"
 
 
@@ -167,6 +169,20 @@ def collapse_section(report_dir: Path) -> list[str]:
         ],
         _run_rows(res, S),
     )
+    leaks = [
+        f"`{n}` ({num(r['causal_val_loss'])} causal vs {num(r['history'][-1]['val_loss'])} "
+        "teacher-forced)"
+        for n, r in res["runs"].items()
+        if r.get("history")
+        and "causal_val_loss" in r
+        and r["causal_val_loss"] - r["history"][-1]["val_loss"] > LEAK_NATS
+    ]
+    lines += [
+        "",
+        f"Runs whose causal loss exceeds the teacher-forced one by more than {LEAK_NATS:g} "
+        "nats/byte, i.e. that learned to read later tokens through G (a model that is not "
+        "causal at inference): " + (", ".join(leaks) if leaks else "none") + ".",
+    ]
     lines += ["", "Structure at the end (min / median / max over layers x heads):", ""]
     lines += table(
         [
@@ -204,7 +220,13 @@ def collapse_section(report_dir: Path) -> list[str]:
             f"Wall time ({tim.get('jobs')} runs at once, {tim.get('threads_per_run')} thread "
             f"each; load average before {tim.get('loadavg_before')}, after "
             f"{tim.get('loadavg_after')}; not reproducible): {'; '.join(walls)}; "
-            f"total {tim.get('total_s', 0):.0f} s.",
+            f"total {tim.get('total_s', 0):.0f} s"
+            + "".join(
+                f"; an earlier session {e.get('total_s', 0):.0f} s (load before "
+                f"{e.get('loadavg_before')}, after {e.get('loadavg_after')})"
+                for e in tim.get("earlier_sessions", [])
+            )
+            + ".",
         ]
     lines += [""]
     lines += [f"![{f}](collapse/{f})" for f in FIGURES if (d / f).is_file()]

@@ -25,6 +25,7 @@ def test_sections_show_the_runs_side_by_side_and_the_ledger(tmp_path):
         assert f"| {run} |" in text
     assert "| author | 1.5 / 1 (3-gram 2.2) | 0.1 / 0.1 / 0.1 | 1e-08 / 1e-08 / 1e-08 |" in text
     assert "| author | author's KV-cache (A at the prompt) | 20/20 |" in text
+    assert "read later tokens through G (a model that is not causal at inference): `author`" in text
     ledger = "\n".join(claims_section(tmp_path))
     assert "| E1 invariance" in ledger and "| **supported** | author |" in ledger
     assert "| E4 criticality" in ledger and "paper 110M parameters" in ledger
