@@ -75,6 +75,11 @@ BY_CONSTRUCTION_TEST = (
 """The property test showing that a cache keeping the prompt's A equals G-cache decoding."""
 
 AUTHOR, SUB, FROZEN = "author", "subcritical", "frozen"
+AUDIT = (
+    "a verdict on the small specimen, not on the released checkpoints: the author's audit "
+    "of 110M-5 (docs/paper-claims.md) finds G bitwise invariant and A rank one; "
+    "`pyverify diagnose --checkpoint` decides these rows on a checkpoint"
+)
 Rule = Callable[[dict[str, Any], dict[str, Any] | None], Verdict]
 
 
@@ -197,7 +202,7 @@ def e1(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E1", verdict, AUTHOR, rule, scale_line(result), nums)
+    return Verdict("E1", verdict, AUTHOR, rule, f"{scale_line(result)}; {AUDIT}", nums)
 
 
 def _fidelity_rows(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float | int | str]]:
@@ -305,7 +310,7 @@ def e3(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E3", verdict, AUTHOR, rule, scale_line(result), nums)
+    return Verdict("E3", verdict, AUTHOR, rule, f"{scale_line(result)}; {AUDIT}", nums)
 
 
 def e4(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
