@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     _register_report(sub)
     _register_collapse(sub)
     _register_check(sub)
+    _register_claims(sub)
 
     p = sub.add_parser("bench", help="benchmark ratios P1-P3, measured side by side")
     p.add_argument("--quick", action="store_true", help="a few shapes only")
@@ -237,7 +238,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if getattr(args, "checkpoint", None):
         from pyverify.diagnose.checkpoint import format_checkpoint, run_checkpoint_diagnose
 
-        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed, progress=prog)
+        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed,
+                                    n_new=args.new_tokens, n_cont=args.continuation,
+                                    progress=prog)  # fmt: skip
         results.append(d)
         print(format_checkpoint(d))
         print()
@@ -272,6 +275,18 @@ def _register_diagnose(sub: Any) -> None:
     p.add_argument("--seed", type=_seed, default=0, help="seed of the live model (with --model)")
     p.add_argument("--checkpoint", help="a pldr_model_v510 state dict (torch.save file)")
     p.add_argument("--tokens", help="prompts for --checkpoint (.npy, .json or text lines)")
+    p.add_argument(
+        "--new-tokens",
+        type=_int_at_least(1),
+        default=16,
+        help="--checkpoint: greedy tokens per prompt for cache fidelity (E2, E8)",
+    )
+    p.add_argument(
+        "--continuation",
+        type=_int_at_least(1),
+        default=16,
+        help="--checkpoint: sampled tokens per continuation (pairwise order param.)",
+    )
     p.add_argument("--json", default=None, help="also write the diagnostics as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_diagnose)
@@ -315,10 +330,10 @@ def _register_report(sub: Any) -> None:
 
 
 def _cmd_collapse(args: argparse.Namespace) -> int:
-    """Run ``pyverify collapse``."""
+    """Run ``pyverify collapse`` (the ablation study)."""
     from dataclasses import replace
 
-    from pyverify.collapse.config import full_config, small_config
+    from pyverify.collapse.config import RUNS, full_config, small_config
     from pyverify.collapse.plots import draw_all
     from pyverify.collapse.runner import run_collapse
     from pyverify.paths import repo_root
@@ -332,8 +347,8 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     cfg = small_config() if args.small else full_config()
     if args.steps is not None:
         cfg = replace(cfg, steps=args.steps)
-    regimes = ("critical", "subcritical") if args.regime == "both" else (args.regime,)
-    run_collapse(cfg, out, regimes=regimes, resume=args.resume, threads=args.threads,
+    runs = tuple(args.run) if args.run else tuple(RUNS)
+    run_collapse(cfg, out, runs=runs, resume=args.resume, jobs=args.jobs, threads=args.threads,
                  progress=not args.no_progress, log=progress)  # fmt: skip
     print(f"wrote {out}")
     return 0
@@ -342,16 +357,20 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
 def _register_collapse(sub: Any) -> None:
     """Add the ``collapse`` sub-command to an ``argparse`` sub-parsers object.
 
-    ``pyverify collapse [-o DIR] [--small] [--steps N] [--regime R] [--resume]
-    [--threads N] [--plots-only]``.
+    ``pyverify collapse [-o DIR] [--study ablation] [--small] [--steps N] [--run R ...]
+    [--resume] [--jobs N] [--threads N] [--plots-only]``.
     """
-    p = sub.add_parser("collapse", help="train a small PLDR model, measure its order parameter")
+    from pyverify.collapse.config import RUNS
+
+    p = sub.add_parser("collapse", help="the ablation study of the paper's empirical collapse")
     p.add_argument("-o", "--output", default=None, help="default: <repo>/reports/collapse")
-    p.add_argument("--small", action="store_true", help="the small run (a test, < 1 min)")
-    p.add_argument("--steps", type=int, default=None, help="training steps per regime")
-    p.add_argument("--regime", choices=("both", "critical", "subcritical"), default="both")
+    p.add_argument("--study", choices=("ablation",), default="ablation", help="the study to run")
+    p.add_argument("--small", action="store_true", help="the small study (a test, ~1 min)")
+    p.add_argument("--steps", type=_int_at_least(1), default=None, help="training steps per run")
+    p.add_argument("--run", action="append", choices=tuple(RUNS), help="only this run (repeat)")
     p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
-    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch CPU threads")
+    p.add_argument("--jobs", type=_int_at_least(1), default=2, help="runs trained at once")
+    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch threads per run")
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)
@@ -395,6 +414,28 @@ def _register_check(sub: Any) -> None:
     p.add_argument("-o", "--output", default="reports/conformance", help="report folder")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_check)
+
+
+def _cmd_claims(args: argparse.Namespace) -> int:
+    """Print the claims ledger E1-E8 computed from the saved study."""
+    from pyverify.claims.ledger import format_ledger, ledger_json, load_ledger
+    from pyverify.paths import repo_root
+
+    src = Path(args.input) if args.input else repo_root() / "reports" / "collapse"
+    result, ledger = load_ledger(src)
+    if args.json:
+        check_output_file(Path(args.json), "claims --json")
+        write_json(Path(args.json), ledger_json(result, ledger))
+    print(format_ledger(result, ledger))
+    return 0
+
+
+def _register_claims(sub: Any) -> None:
+    """Add ``pyverify claims [-i DIR] [--json FILE]`` (the ledger of E1-E8)."""
+    p = sub.add_parser("claims", help="the paper's empirical claims E1-E8, a verdict each")
+    p.add_argument("-i", "--input", default=None, help="study folder (default reports/collapse)")
+    p.add_argument("--json", default=None, help="also write the float-free ledger here")
+    p.set_defaults(func=_cmd_claims)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

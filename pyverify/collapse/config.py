@@ -1,23 +1,29 @@
-"""Settings of a collapse run: the two regimes, the full run and the small (test) run.
+"""Settings of the ablation study: five named runs of one model, the full and small sizes.
 
-How the regimes were chosen
----------------------------
-Gokden's PLDR-LLM papers reach the critical regime ("self-organized
-criticality": deductive outputs in a metastable steady state, order parameter
-near zero) by the choice of the peak learning rate and the warm-up length, and
-contrast it with sub-critical runs. Here the two settings were fixed BEFORE any
-run and not tuned afterwards on the order parameter:
+The runs (``pyverify collapse``, study ``ablation``)
+----------------------------------------------------
+One model, one corpus split, one seed, one step count; each run changes one
+cause of the paper's collapse against ``author``:
 
-* ``critical``: the largest peak learning rate commonly stable for a small
-  post-LayerNorm transformer trained with AdamW at this width (3e-3), with a
-  short warm-up (5 % of the steps) -- training at the edge of stability, the
-  paper's recipe for criticality;
-* ``subcritical``: ten times smaller peak learning rate (3e-4) with a long
-  warm-up (25 % of the steps) -- the same model, data, seed and step count.
+* ``author``: the author's recipe at small scale (``pldr_model_v510``,
+  ``pldr_run_model_v510.py`` and ``sample-train-script-pldrv510.sh``):
+  ``W, P, a`` drawn by ``xavier_normal_``, ``b, b_a`` zero; AdamW betas
+  (0.9, 0.95), eps 1e-5, weight decay 0.1 on every parameter, gradients
+  clipped by value at 1.0, peak lr 1e-3, linear warm-up over 0.8 % of the
+  steps (their 2,000 of 250,000), cosine to 10 %;
+* ``frozen``: ``author`` with the metric learner and ``W, b, P, a, b_a`` frozen
+  at their init (what the init alone gives);
+* ``no-decay``: ``author`` without weight decay on ``P`` and ``a``;
+* ``spread-init``: ``author`` with ``P ~ U[0.5, 1.5]`` (the suite's former
+  specimen init), every other weight drawn exactly as in ``author``;
+* ``subcritical``: ``author`` with a 10x smaller peak lr and a 10x longer warm-up.
 
-Both decay by a cosine to 10 % of the peak. The report states whether the
-measured order parameters differ; a tiny model on a small corpus may show no
-collapse in either regime, and that is reported as a finding.
+The settings below were FIXED IN CODE BEFORE THE FIRST FULL RUN and have not
+been tuned toward any result. The sizes were chosen from a speed probe alone
+(steps per second on one thread) so that the five runs fit the time budget;
+the only quality target named in advance is that ``author`` should beat an
+n-gram count model of the same split, and the ledger says "inconclusive" for
+every claim it would decide if it does not.
 """
 
 from __future__ import annotations
@@ -28,49 +34,77 @@ from typing import Any
 from pyverify.collapse.model import ModelConfig
 from pyverify.errors import InputValueError
 
-__all__ = ["REGIMES", "Regime", "RunConfig", "full_config", "small_config"]
+__all__ = ["RUNS", "STUDY_RUNS", "RunConfig", "RunSpec", "full_config", "small_config"]
+
+AUTHOR_PEAK_LR = 1e-3
+AUTHOR_WARMUP_FRAC = 2000 / 250_000
 
 
 @dataclass(frozen=True)
-class Regime:
-    """Learning-rate schedule of one regime."""
+class RunSpec:
+    """What one named run changes against ``author``."""
 
     name: str
-    peak_lr: float
-    warmup_frac: float
+    peak_lr: float = AUTHOR_PEAK_LR
+    warmup_frac: float = AUTHOR_WARMUP_FRAC
+    p_init: str = "xavier"
+    frozen_metric: bool = False
+    decay_p_a: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return asdict(self)
 
 
-REGIMES: dict[str, Regime] = {
-    "critical": Regime("critical", 3e-3, 0.05),
-    "subcritical": Regime("subcritical", 3e-4, 0.25),
+RUNS: dict[str, RunSpec] = {
+    "author": RunSpec("author"),
+    "frozen": RunSpec("frozen", frozen_metric=True),
+    "no-decay": RunSpec("no-decay", decay_p_a=False),
+    "spread-init": RunSpec("spread-init", p_init="spread"),
+    "subcritical": RunSpec(
+        "subcritical", peak_lr=AUTHOR_PEAK_LR / 10, warmup_frac=10 * AUTHOR_WARMUP_FRAC
+    ),
 }
-"""The two regimes (see the module docstring for how they were chosen)."""
+"""The named runs of the ablation study (see the module docstring)."""
+
+STUDY_RUNS = tuple(RUNS)
+
+FULL_MODEL = ModelConfig(
+    d_model=128, num_heads=4, num_layers=2, dff=384, a_dff=96, num_reslayer=2, num_dense=2
+)
+"""The study's model: dk 32 (the author's is 64), A_dff 3 dk (theirs 180 ~ 2.8 dk)."""
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that determines a run's deterministic numbers."""
 
-    model: ModelConfig = field(default_factory=ModelConfig)
-    steps: int = 1500
+    model: ModelConfig = field(default_factory=lambda: FULL_MODEL)
+    steps: int = 4000
     batch: int = 16
     seq: int = 64
     seed: int = 0
-    weight_decay: float = 0.01
+    weight_decay: float = 0.1
     betas: tuple[float, float] = (0.9, 0.95)
-    grad_clip: float = 1.0
+    adam_eps: float = 1e-5
+    grad_clip_value: float = 1.0
     min_lr_frac: float = 0.1
-    measure_every: int = 100
+    measure_every: int = 250
     n_probe: int = 16
-    n_val: int = 16
-    s_sweep: tuple[int, ...] = (8, 16, 32, 64, 128)
+    n_val: int = 256
+    s_measure: tuple[int, ...] = (32, 64)
+    n_pairs: int = 4
+    pair_prompt_len: int = 32
+    pair_new: int = 32
+    jac_probes: int = 2
     n_prompts: int = 20
     prompt_len: int = 32
     n_new: int = 16
     rank_rtol: float = 1e-6
+    ngram_max: int = 5
 
     def validate(self) -> RunConfig:
-        """Raise ``ValueError`` naming a bad setting."""
+        """Raise :class:`~pyverify.errors.InputValueError` naming a bad setting."""
         self.model.validate()
         for name in (
             "steps",
@@ -79,9 +113,14 @@ class RunConfig:
             "measure_every",
             "n_probe",
             "n_val",
+            "n_pairs",
+            "pair_prompt_len",
+            "pair_new",
+            "jac_probes",
             "n_prompts",
             "prompt_len",
             "n_new",
+            "ngram_max",
         ):
             val = getattr(self, name)
             if not isinstance(val, int) or val < 1:
@@ -90,23 +129,29 @@ class RunConfig:
             raise InputValueError(
                 f"n_probe must be >= 2 (a fluctuation needs two inputs); got {self.n_probe}"
             )
+        if len(self.s_measure) < 2 or max(self.s_measure) > self.seq:
+            raise InputValueError(
+                f"s_measure must hold >= 2 lengths <= seq ({self.seq}); got {self.s_measure}"
+            )
+        if self.pair_prompt_len + self.pair_new > self.seq:
+            raise InputValueError("pair_prompt_len + pair_new must not exceed seq")
         return self
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings."""
         d = asdict(self)
         d["betas"] = list(self.betas)
-        d["s_sweep"] = list(self.s_sweep)
+        d["s_measure"] = list(self.s_measure)
         return d
 
 
 def full_config() -> RunConfig:
-    """The default run of ``pyverify collapse``."""
+    """The default study of ``pyverify collapse`` (fixed before the first full run)."""
     return RunConfig()
 
 
 def small_config() -> RunConfig:
-    """The small run (a test: well under a minute on two cores)."""
+    """The small study (a test: about a minute on two cores)."""
     return replace(
         RunConfig(),
         model=ModelConfig(
@@ -118,8 +163,13 @@ def small_config() -> RunConfig:
         measure_every=4,
         n_probe=4,
         n_val=4,
-        s_sweep=(8, 16),
+        s_measure=(8, 16),
+        n_pairs=2,
+        pair_prompt_len=8,
+        pair_new=8,
+        jac_probes=1,
         n_prompts=20,
         prompt_len=8,
         n_new=3,
+        ngram_max=3,
     )

@@ -16,11 +16,15 @@ applied to the ``(B, H, dk, dk)`` stack; only ``W, b, P, a, b_a`` are per head.
 Row-vector convention (``x @ W``), so :func:`pyverify.collapse.convert.to_reference`
 copies weights into :class:`pyverify.reference.DecoderParams` without transposes.
 
-Initialisation follows the distributions of the reference's
-``PLGAParams.random`` (weights ``N(0, 1/fan_in)``, biases ``N(0, 0.1^2)`` in
-the learner, ``P ~ U[0.5, 1.5]``; LayerNorms start at gamma = 1, beta = 0),
-drawn from a seeded ``torch.Generator``: nothing in it favours an
-input-invariant ``G`` (``a`` and ``b_a`` are not started near a constant).
+Initialisation, drawn from a seeded ``torch.Generator``: the per-head
+``W, P, a`` as the author's ``plga_layer`` (``nn.init.xavier_normal_``: for an
+``(H, dk, dk)`` tensor fan_in = dk*dk, fan_out = H*dk, so std =
+sqrt(2 / (dk^2 + H dk))), ``b`` and ``b_a`` zero. With ``p_init="spread"``
+``P ~ U[0.5, 1.5]`` instead (both draws are always taken, so every other
+weight is the same in both inits). The rest (projections ``N(0, 1/fan_in)``,
+biases ``N(0, 0.02^2)`` or ``N(0, 0.1^2)`` in the learner, LayerNorms at
+gamma = 1, beta = 0) is the suite's own; the author's torch defaults differ
+there, which does not touch the operator ``G``.
 """
 
 from __future__ import annotations
@@ -148,7 +152,7 @@ class LayerKV:
 class PLGAttention(nn.Module):
     """Multi-head PLGA with the shared metric learner and per-head ``W, b, P, a, b_a``."""
 
-    def __init__(self, cfg: ModelConfig, g: torch.Generator) -> None:
+    def __init__(self, cfg: ModelConfig, g: torch.Generator, p_init: str = "xavier") -> None:
         super().__init__()
         d, H, dk = cfg.d_model, cfg.num_heads, cfg.dk
         self.cfg = cfg
@@ -159,18 +163,40 @@ class PLGAttention(nn.Module):
         self.reslayers = nn.ModuleList(
             ResUnit(dk, cfg.a_dff, cfg.num_dense, g) for _ in range(cfg.num_reslayer)
         )
-        self.W = _normal(g, (H, dk, dk), dk**-0.5)
-        self.b = _normal(g, (H, dk, dk), 0.1)
-        self.P = nn.Parameter(torch.rand((H, dk, dk), generator=g) + 0.5)
-        self.a = _normal(g, (H, dk, dk), dk**-0.5)
-        self.b_a = _normal(g, (H, dk, dk), 0.1)
+        xavier = math.sqrt(2.0 / (dk * dk + H * dk))
+        self.W = _normal(g, (H, dk, dk), xavier)
+        self.b = nn.Parameter(torch.zeros(H, dk, dk))
+        p_xavier = torch.randn((H, dk, dk), generator=g) * xavier
+        p_spread = torch.rand((H, dk, dk), generator=g) + 0.5
+        self.P = nn.Parameter(p_spread if p_init == "spread" else p_xavier)
+        self.a = _normal(g, (H, dk, dk), xavier)
+        self.b_a = nn.Parameter(torch.zeros(H, dk, dk))
+
+    def metric_parameters(self) -> list[nn.Parameter]:
+        """The metric learner and ``W, b, P, a, b_a`` (what run ``frozen`` keeps at init)."""
+        return [
+            *self.ln0.parameters(),
+            *self.reslayers.parameters(),
+            self.W,
+            self.b,
+            self.P,
+            self.a,
+            self.b_a,
+        ]
 
     def deductive(self, q: Tensor) -> dict[str, Tensor]:
-        """Steps 1-6 on rotated queries ``(B, H, S, dk)``: A, A_LM, A_P, G ``(B, H, dk, dk)``."""
-        A = self.ln0(q.transpose(-2, -1) @ q)
+        """Steps 1-6 on rotated queries ``(B, H, S, dk)``: A, A_LM, A_P, G and the Gram ``D``."""
+        D = q.transpose(-2, -1) @ q
+        out = self.from_a(self.metric_rows(D))
+        out["D"] = D
+        return out
+
+    def metric_rows(self, D: Tensor) -> Tensor:
+        """The metric learner, a map applied to each row of ``D``: ``A = Phi(LN_rows(D))``."""
+        A = self.ln0(D)
         for unit in self.reslayers:
             A = unit(A)
-        return self.from_a(A)
+        return A
 
     def from_a(self, A: Tensor) -> dict[str, Tensor]:
         """Steps 4-6 from a metric-learner output ``A``: A, A_LM, A_P, G."""
@@ -222,9 +248,9 @@ class PLGAttention(nn.Module):
 class DecoderLayer(nn.Module):
     """``x1 = LN(MHA(x) + x)``, ``LN(SwiGLU(x1) + x1)``."""
 
-    def __init__(self, cfg: ModelConfig, g: torch.Generator) -> None:
+    def __init__(self, cfg: ModelConfig, g: torch.Generator, p_init: str = "xavier") -> None:
         super().__init__()
-        self.mha = PLGAttention(cfg, g)
+        self.mha = PLGAttention(cfg, g, p_init)
         self.ln1 = LayerNormRows(cfg.d_model)
         self.ffn = SwiGLU(cfg.d_model, cfg.dff, g, 0.1)
         self.ln2 = LayerNormRows(cfg.d_model)
@@ -251,15 +277,19 @@ class PLDRDecoder(nn.Module):
         Sizes.
     seed : int
         Seed of the initialisation (a private ``torch.Generator``).
+    p_init : {"xavier", "spread"}
+        Init of ``P``: the author's ``xavier_normal_`` or ``U[0.5, 1.5]``.
     """
 
-    def __init__(self, cfg: ModelConfig, seed: int = 0) -> None:
+    def __init__(self, cfg: ModelConfig, seed: int = 0, p_init: str = "xavier") -> None:
         super().__init__()
+        if p_init not in ("xavier", "spread"):
+            raise InputValueError(f"p_init must be 'xavier' or 'spread'; got {p_init!r}")
         self.cfg = cfg.validate()
         g = torch.Generator().manual_seed(seed)
         self.embedding = _normal(g, (cfg.vocab, cfg.d_model), 1.0)
         self.ln = LayerNormRows(cfg.d_model)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, g) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(DecoderLayer(cfg, g, p_init) for _ in range(cfg.num_layers))
         self.W_out = _normal(g, (cfg.d_model, cfg.vocab), cfg.d_model**-0.5)
         self.b_out = _normal(g, (cfg.vocab,), 0.02)
 

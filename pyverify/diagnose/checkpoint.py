@@ -16,6 +16,20 @@ and, over a set of prompts, measures:
   the gap to the full uncached recomputation of the whole prompt, relative to
   its largest logit.
 
+and the claims ledger's rows a checkpoint can decide
+(:mod:`pyverify.claims.checkpoint_rules`), from measurements on the same prompts:
+
+* the author's pairwise order parameter (``audit_lib.order_pair``, heads pooled
+  per layer, RMS and signed-mean forms) of two sampled continuations of each
+  prompt (seeded, temperature 1);
+* the learned singularity: sigma2/sigma1 and identical-rows residual of A,
+  numerical rank of A_LM, per prompt x layer x head;
+* cache fidelity against FULL RECOMPUTATION: greedy decoding with the prompt's
+  KV+G-cache vs the uncached model rerun on the whole sequence every step
+  (tokens identical, max logit gap teacher-forced, top-1 margins);
+* the online contract: how many logits of each prompt's first half change
+  when its second half is replaced (0 for a prefix-consistent model).
+
 Prompts: token ids from a file (``.npy`` int array (S,) or (N, S); ``.json``
 list of lists; otherwise text, one prompt per line of integers separated by
 spaces or commas), or random ids (seeded) when none is given.
@@ -35,7 +49,7 @@ from pyverify.diagnose.model import eps_g, fluctuation, relative_gap
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 
-__all__ = ["read_tokens", "run_checkpoint_diagnose"]
+__all__ = ["claims_measurements", "read_tokens", "run_checkpoint_diagnose"]
 
 _TENSORS = ("A", "A_LM", "A_P", "G")
 
@@ -84,6 +98,126 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return relative_gap(a.cpu().numpy(), b.cpu().numpy())
 
 
+def _sample(model: Any, toks: torch.Tensor, n: int, g: torch.Generator) -> torch.Tensor:
+    seq = toks[None]
+    for _ in range(n):
+        logits, _ = model.forward(seq)
+        probs = torch.softmax(logits[0, -1].double(), dim=-1)
+        seq = torch.cat((seq, torch.multinomial(probs, 1, generator=g)[None]), dim=1)
+    return seq
+
+
+def _pairwise(model: Any, prompts: list[np.ndarray], n_cont: int, seed: int) -> dict[str, Any]:
+    from pyverify.collapse.measure import order_pair
+
+    out: dict[str, Any] = {t: {"rms": [], "signed_mean": []} for t in _TENSORS}
+    for i, toks in enumerate(prompts):
+        t = torch.as_tensor(toks)
+        x = [
+            _sample(model, t, n_cont, torch.Generator().manual_seed(1_000_003 * seed + 2 * i + b))
+            for b in (0, 1)
+        ]
+        d1, d2 = model.forward(x[0])[1], model.forward(x[1])[1]
+        for name in _TENSORS:
+            forms = [
+                order_pair(getattr(a, name)[0], getattr(b, name)[0])
+                for a, b in zip(d1, d2, strict=True)
+            ]
+            out[name]["rms"].append([f[0] for f in forms])
+            out[name]["signed_mean"].append([f[1] for f in forms])
+    return out
+
+
+def _singularity(A: np.ndarray, A_LM: np.ndarray, rtol: float = 1e-6) -> dict[str, Any]:
+    """``A, A_LM (N, L, H, dk, dk)``: per prompt x layer x head structure figures."""
+    s = np.linalg.svd(A, compute_uv=False)
+    rows = np.linalg.norm(A - A.mean(axis=-2, keepdims=True), axis=(-2, -1)) / np.maximum(
+        np.linalg.norm(A, axis=(-2, -1)), 1e-300
+    )
+    s_lm = np.linalg.svd(A_LM, compute_uv=False)
+    return {
+        "sigma2_over_sigma1_A": (s[..., 1] / np.maximum(s[..., 0], 1e-300)).tolist(),
+        "identical_rows_residual_A": rows.tolist(),
+        "numerical_rank_A_LM": (s_lm > rtol * s_lm[..., :1]).sum(axis=-1).tolist(),
+    }
+
+
+def _greedy_fidelity(model: Any, prompts: list[np.ndarray], n_new: int) -> dict[str, Any]:
+    """KV+G-cached greedy decoding vs full recomputation, per prompt."""
+    identical, gaps, margins = 0, [], []
+    for toks in prompts:
+        seq, ref_logits = torch.as_tensor(toks)[None], []
+        for _ in range(n_new):  # full recomputation: the whole sequence every step
+            last = model.forward(seq)[0][0, -1]
+            ref_logits.append(last)
+            seq = torch.cat((seq, last.argmax().view(1, 1)), dim=1)
+        ref_tok = seq[0, len(toks) :]
+        ref = torch.stack(ref_logits)
+
+        def cached(forced: torch.Tensor | None, toks=toks) -> tuple[torch.Tensor, torch.Tensor]:
+            logits, cache = model.prefill(torch.as_tensor(toks)[None])
+            last, outs, all_logits = logits[0, -1], [], []
+            for i in range(n_new):
+                all_logits.append(last)
+                nxt = last.argmax() if forced is None else forced[i]
+                outs.append(nxt)
+                if i + 1 < n_new:
+                    step, cache = model.decode_step(nxt.view(1), cache)
+                    last = step[0]
+            return torch.stack(outs), torch.stack(all_logits)
+
+        tok, _ = cached(None)
+        _, forced_logits = cached(ref_tok)
+        identical += int(torch.equal(tok, ref_tok))
+        gaps.append(float((forced_logits - ref).abs().max()))
+        top2 = ref.topk(2, dim=-1).values
+        margins.append(float((top2[:, 0] - top2[:, 1]).min()))
+    return {
+        "n_prompts": len(prompts),
+        "n_new": n_new,
+        "tokens_identical": identical,
+        "max_logit_gap": max(gaps),
+        "logit_gap": gaps,
+        "min_top1_margin": min(margins),
+        "margin_covers_gap": sum(m > 2 * g for m, g in zip(margins, gaps, strict=True)),
+    }
+
+
+def _online(model: Any, prompts: list[np.ndarray], vocab: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    changed = total = 0
+    worst = 0.0
+    for toks in prompts:
+        h = max(1, len(toks) // 2)
+        alt = toks.copy()
+        alt[h:] = (toks[h:] + 1 + rng.integers(0, vocab - 1, size=len(toks) - h)) % vocab
+        a = model.forward(torch.as_tensor(toks)[None])[0][0, :h]
+        b = model.forward(torch.as_tensor(alt)[None])[0][0, :h]
+        changed += int((a != b).sum())
+        total += a.numel()
+        worst = max(worst, float((a - b).abs().max()))
+    return {"changed": changed, "total": total, "max_change": worst}
+
+
+def claims_measurements(
+    model: Any,
+    prompts: list[np.ndarray],
+    stacks: dict[str, list[np.ndarray]],
+    *,
+    vocab: int,
+    n_new: int,
+    n_cont: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The measurements behind the ledger rows (see the module docstring)."""
+    return {
+        "pairwise_order": _pairwise(model, prompts, n_cont, seed),
+        "singularity": _singularity(np.stack(stacks["A"]), np.stack(stacks["A_LM"])),
+        "fidelity": _greedy_fidelity(model, prompts, n_new),
+        "online": _online(model, prompts, vocab, seed),
+    }
+
+
 def run_checkpoint_diagnose(
     checkpoint: str | os.PathLike[str],
     tokens: str | os.PathLike[str] | None = None,
@@ -91,6 +225,8 @@ def run_checkpoint_diagnose(
     n_prompts: int = 8,
     seq_len: int = 16,
     seed: int = 0,
+    n_new: int = 16,
+    n_cont: int = 16,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Order parameter, ``eps_G`` and cache fidelity of a loaded ``pldr_model_v510``.
@@ -103,7 +239,12 @@ def run_checkpoint_diagnose(
         Prompts file (see module docstring); default: ``n_prompts`` random
         prompts of ``seq_len`` ids (seed ``seed``).
     n_prompts, seq_len, seed : int
-        Random prompts when no file is given.
+        Random prompts when no file is given (``seed`` also seeds the sampled
+        continuations and the replaced suffixes).
+    n_new : int
+        Greedy tokens decoded per prompt for the cache-fidelity rows (E2, E8).
+    n_cont : int
+        Sampled tokens per continuation for the author's pairwise order parameter.
     progress : callable, optional
         Called with a line per step.
 
@@ -111,7 +252,7 @@ def run_checkpoint_diagnose(
     -------
     dict
         ``{"kind": "checkpoint", "model", "order_parameter", "invariance",
-        "cache_fidelity"}`` (JSON-ready).
+        "cache_fidelity", "claims", "ledger"}`` (JSON-ready).
     """
     from pyverify.kernels import load_v510
 
@@ -149,13 +290,17 @@ def run_checkpoint_diagnose(
                 steps.append(step[0])
             # step j's logits are position j's: compare with the full pass's rows n..S-1
             fidelity.append(_rel(torch.stack(steps), full[n:]))
+        say("diagnose: the ledger's measurements (continuations, greedy decoding, prefixes)")
+        claims = claims_measurements(
+            model, prompts, stacks, vocab=vocab, n_new=n_new, n_cont=n_cont, seed=seed
+        )
     order = {t: fluctuation(np.stack(v)) for t, v in stacks.items()}
     Gs = np.stack(stacks["G"])  # (N, L, H, dk, dk)
     eps = eps_g(Gs, Gs[0])
     info = {"checkpoint": os.fspath(checkpoint), "layers": L, "heads": H, "dk": p.dk}
     info.update(d_model=p.d_model, vocab=vocab, n_prompts=len(prompts))
     info["tokens"] = None if tokens is None else os.fspath(tokens)
-    return {
+    out = {
         "kind": "checkpoint",
         "model": info,
         "order_parameter": {
@@ -173,7 +318,12 @@ def run_checkpoint_diagnose(
             "logits_gap": fidelity,
             "logits_gap_max": max(fidelity) if fidelity else 0.0,
         },
+        "claims": claims,
     }
+    from pyverify.claims.checkpoint_rules import checkpoint_rules
+
+    out["ledger"] = [{**v.to_json(), "numbers": v.numbers} for v in checkpoint_rules(out)]
+    return out
 
 
 def format_checkpoint(d: dict[str, Any]) -> str:
@@ -187,4 +337,10 @@ def format_checkpoint(d: dict[str, Any]) -> str:
         f"max {inv['logits_gap_max']:.3g}",
         f"cache fidelity (KV+G-cached decoding vs full recompute): max {cf['logits_gap_max']:.3g}",
     ]
+    for row in d.get("ledger", []):
+        nums = "; ".join(
+            f"{k} {format(x, '.3g') if isinstance(x, float) else x}"
+            for k, x in row["numbers"].items()
+        )
+        lines.append(f"{row['claim']} {row['verdict'].upper()}: {nums}")
     return "\n".join(lines)

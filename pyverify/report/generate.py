@@ -359,7 +359,7 @@ def _plots(out: Path, data: dict[str, Any], bench: dict[str, Any], say: Progress
 def _run_collapse(out: Path, say: Progress) -> None:
     from pyverify.collapse import full_config, run_collapse
 
-    run_collapse(full_config(), out, progress=False, log=say)
+    run_collapse(full_config(), out, jobs=2, progress=False, log=say)
 
 
 def generate_report(
@@ -494,6 +494,12 @@ def generate_report(
         collapse_lines = collapse_section(out)
     except Exception as exc:  # a malformed saved run must not sink the report
         collapse_lines = ["## Empirical collapse (measured)", "", f"**Error**: {exc!r}", ""]
+    from pyverify.report.claims_section import claims_section
+
+    try:  # the ledger E1-E8 (also writes claims.json, float-free)
+        collapse_lines += claims_section(out)
+    except Exception as exc:  # a malformed saved study must not sink the report
+        collapse_lines += ["## The paper's empirical claims", "", f"**Error**: {exc!r}", ""]
     _write(out / "index.md", index + "\n" + "\n".join(collapse_lines).rstrip() + "\n")
     durations["total"] = time.perf_counter() - start
     env = environment_data(durations=durations, **phases)

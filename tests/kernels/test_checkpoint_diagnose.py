@@ -31,6 +31,20 @@ def test_live_metric_fluctuates_and_cache_is_inexact(tmp_path, state):
     assert d["invariance"]["eps_G_max"] > 0
     assert d["invariance"]["logits_gap"][0] <= 1e-12  # the first prompt is G*'s own
     assert len(d["cache_fidelity"]["logits_gap"]) == 4
+    # the ledger rows: a live metric is neither invariant nor prefix-consistent
+    rows = {r["claim"]: r for r in d["ledger"]}
+    assert list(rows) == ["E1", "E2", "E3", "E8", "online contract"]
+    assert rows["E1"]["verdict"] == "not supported"
+    assert rows["E3"]["verdict"] == "not supported"  # random A is far from rank one
+    assert rows["online contract"]["verdict"] == "not supported"
+    assert d["claims"]["online"]["changed"] > 0
+    assert rows["E2"]["verdict"] in ("not supported", "inconclusive", "supported")
+    fid = d["claims"]["fidelity"]
+    assert fid["max_logit_gap"] > 1e-9  # the prompt's G is not the recomputed one
+    assert fid["margin_covers_gap"] <= fid["tokens_identical"] <= fid["n_prompts"] == 4
+    pair = np.array(d["claims"]["pairwise_order"]["G"]["rms"])
+    assert pair.shape == (4, 2) and np.all(pair > 0)
+    assert "test_any_stack_a_cached_decoding_equals_g_cached_decoding" in rows["E2"]["caveat"]
 
 
 def test_invariant_metric_gives_zero_eps_and_exact_cache(tmp_path, state):
@@ -48,6 +62,15 @@ def test_invariant_metric_gives_zero_eps_and_exact_cache(tmp_path, state):
     assert d["order_parameter"]["overall"]["A"] > 0
     assert d["invariance"]["logits_gap_max"] <= 1e-12
     assert d["cache_fidelity"]["logits_gap_max"] <= 1e-12
+    # ledger: a bitwise-invariant G makes E2/E8 true by construction, and the cached
+    # decoding equals full recomputation to rounding; the pairwise G form is exactly 0
+    rows = {r["claim"]: r for r in d["ledger"]}
+    assert rows["E2"]["verdict"] == rows["E8"]["verdict"] == "true by construction"
+    assert d["claims"]["fidelity"]["tokens_identical"] == 3
+    assert d["claims"]["fidelity"]["max_logit_gap"] <= 1e-12
+    assert np.all(np.array(d["claims"]["pairwise_order"]["G"]["rms"]) == 0)
+    assert rows["E1"]["verdict"] != "supported"  # A, A_LM, A_P still move
+    assert d["claims"]["online"]["max_change"] <= 1e-12  # a constant G keeps the prefix causal
 
 
 def test_cli_with_tokens_file(tmp_path, state, capsys):
