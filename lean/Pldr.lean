@@ -20,6 +20,9 @@ public import Pldr.HadamardPower
 public import Pldr.ScorePerturbation
 public import Pldr.DagLimit
 public import Pldr.PrefixPipeline
+public import Pldr.PrefixHead
+public import Pldr.ExpHom
+public import Pldr.RopeTwirlDecay
 
 /-!
 # Pldr: the PLGA theorem library
