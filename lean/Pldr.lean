@@ -23,6 +23,7 @@ public import Pldr.PrefixPipeline
 public import Pldr.PrefixHead
 public import Pldr.ExpHom
 public import Pldr.RopeTwirlDecay
+public import Pldr.LayerNormModel
 
 /-!
 # Pldr: the PLGA theorem library
