@@ -20,6 +20,10 @@ public import Pldr.HadamardPower
 public import Pldr.ScorePerturbation
 public import Pldr.DagLimit
 public import Pldr.PrefixPipeline
+public import Pldr.PrefixHead
+public import Pldr.ExpHom
+public import Pldr.RopeTwirlDecay
+public import Pldr.LayerNormModel
 
 /-!
 # Pldr: the PLGA theorem library

@@ -173,3 +173,28 @@ def test_decoder_embedding_layernorm_invariances(impl, case, eps):
     # the oracle: the float64 formula with the model's gamma/beta
     exact = nh.layer_norm_rows(rows[0][None], g, b, eps)
     assert np.all(np.abs(x[0] - exact) <= tol(rows[0]) + 1e-15 * np.abs(exact))
+
+
+# ------------------------------------------------- the Lean's rescaling instance
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(st.floats(0.01, 100.0))
+def test_layernorm_scale_on_the_lean_instance(impl, s):
+    """``layernorm_invariance_scale_rat``: with ``gamma = 1``, ``beta = 0``, ``eps = 0`` the
+    row ``x = (0, 4)`` (variance ``4 = 2^2``) has ``LN(s x) = LN(x) = (-1, 1)`` for every
+    ``s > 0``. Oracle: the kernel-checked values ``(-1, 1)``, exact. Tolerance: the
+    evaluation bound of each row (``s x`` rounded once, its error propagated)."""
+    base = dataclasses.replace(
+        PLGAParams.random(dk=2, a_dff=1, num_reslayer=0, num_dense=0, seed=0),
+        ln0_gamma=np.ones(2),
+        ln0_beta=np.zeros(2),
+    )
+    X = np.array([[0.0, 4.0], [0.0, 4.0]])
+    want = np.array([[-1.0, 1.0], [-1.0, 1.0]])
+    z = np.zeros_like(X)
+    lx = _ln_impl(impl, X, base, 0.0)
+    assert np.all(np.abs(lx - want) <= _bound(impl, X, z, base, 0.0))
+    Ys = impl.hold(s * X)
+    ls = _ln_impl(impl, Ys, base, 0.0)
+    assert np.all(
+        np.abs(ls - want) <= _bound(impl, s * X, impl.u_compute * np.abs(s * X), base, 0.0)
+    )

@@ -115,3 +115,52 @@ def test_gram_dependent_plga_is_not_prefix_consistent(impl):
     assert diff > 4 * bound
     # the reason: the two calls used different operators G
     assert not np.allclose(full.G, pre.G)
+
+
+# ------------------------------------------------- prefix_consistency_head_fails
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+def test_paper_head_fails_on_the_lean_counterexample(impl):
+    """``prefix_consistency_head_fails``: the paper's head with the theorem's parameters
+    (LayerNorm and learner the identity, i.e. the learner's output ``A = Q^T Q`` supplied
+    to the head; ``W = I``, ``b = -1``, ``P = 1``, ``a = I``, ``b_a = 0``) on the three rows
+    of the Lean counterexample, ``q = (1,0),(0,1),(0,1)``, ``k = (0,1),0,0``, ``v = 1,0,0``.
+
+    Oracle (closed form, float64, independent of both implementations): ``G_11 =
+    iSwiGLU(D_11 - 1) + eps`` is ``sigma(1) + eps`` on the full call (``D_11 = 2``) and
+    ``eps`` on the prefix (``D_11 = 1``); row 1 is ``e^{tau G_11} / (e^{tau G_11} + 1)``
+    with ``tau = 1/sqrt(2)``: about 0.6283 against 0.5. Tolerance: ``attention_bound`` of
+    each call (the rows are compared with the oracle, then with each other).
+    """
+    import math
+
+    from pyverify.reference.params import PLGAParams
+
+    dk = 2
+    q = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    k = np.array([[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
+    v = np.array([[1.0], [0.0], [0.0]])
+    params = PLGAParams(
+        ln0_gamma=np.ones(dk),
+        ln0_beta=np.zeros(dk),
+        reslayers=[],
+        W=np.eye(dk),
+        b=-np.ones((dk, dk)),
+        P=np.ones((dk, dk)),
+        a=np.eye(dk),
+        b_a=np.zeros((dk, dk)),
+    )
+    eps = params.metric_eps
+    tau = 1 / math.sqrt(dk)
+    outs = []
+    for rows, d11 in ((3, 2.0), (2, 1.0)):
+        qs, ks, vs = q[:rows], k[:rows], v[:rows]
+        got = impl.plga(qs, ks, vs, params, A=qs.T @ qs)
+        u = d11 - 1.0
+        g11 = u * u / (1 + math.exp(-u)) + eps
+        want = math.exp(tau * g11) / (math.exp(tau * g11) + 1)
+        tol = attention_bound(impl, qs, got.G, ks, vs)
+        assert abs(float(got.G[1, 1]) - g11) <= 8 * (impl.u_io + impl.u_compute) * (g11 + 1)
+        assert abs(float(got.out[1, 0]) - want) <= tol
+        outs.append((float(got.out[1, 0]), tol))
+    (full, t_full), (pre, t_pre) = outs
+    assert abs(full - pre) > 4 * (t_full + t_pre)  # row 1 changes when row 2 is dropped

@@ -215,3 +215,36 @@ def test_twirl_exactly_with_rational_rotations(planes, S, data):
                 one_minus = (1 - w[0], -w[1])
                 wS = _cpow(w, S)
                 assert _cmul(one_minus, s) == (1 - wS[0], -wS[1])
+
+
+# --------------------------------------------------------------------- decay bound
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(even_dk, st.integers(1, 64), st.data())
+def test_rope_twirl_decay_on_real_angles(impl, dk, S, data):
+    """``rope_twirl_decay``: ``|sum_{n<S} w^n|^2 (1 - c) <= 2`` for the implementation's own
+    RoPE angle ``w = (c, s) = e^{i theta_p}`` (read off its rotated rows), the averaged form
+    ``|(1/S) sum w^n|^2 (1 - c) <= 2 / S^2``, and the exact value ``1 - cos(S theta_p)``
+    of the Lean identity ``rope_twirl_decay_eq`` against the float64 oracle from the spec's
+    frequencies (independent of the implementation).
+
+    Tolerance: each rotated unit row is ``(cos n theta, sin n theta)`` up to
+    ``e = 2 (4 u_c + u_io)`` per coordinate (cos/sin in the compute dtype, rounded to the
+    input dtype), so the float64 sum of ``S`` rows is within ``d = S (e + 2 u_64)`` of the
+    exact one, ``|sum|^2`` within ``2 |sum| d + d^2``, and ``c`` within ``e``; the product
+    with ``1 - c <= 2`` is within ``2 (2 |sum| d + d^2) + |sum|^2 e``, doubled (``SAFETY``).
+    """
+    p = data.draw(st.integers(0, dk // 2 - 1))
+    x = np.zeros((S, dk))
+    x[:, 2 * p] = 1.0  # the unit row e_{2p} at every position n < S
+    rows = impl.rope(impl.round(x))[:, 2 * p : 2 * p + 2].astype(np.float64)
+    z = rows[:, 0] + 1j * rows[:, 1]  # w^n (or its conjugate: |sum|^2 is the same)
+    c = float(impl.rope(impl.round(x[:1]), offset=1)[0, 2 * p])  # cos theta_p, as held
+    total = complex(np.sum(z))
+    e = 2 * (4 * impl.u_compute + impl.u_io)
+    d = S * (e + 2 * U64)
+    tol = SAFETY * (2 * (2 * abs(total) * d + d * d) + abs(total) ** 2 * e)
+    lhs = abs(total) ** 2 * (1 - c)
+    assert lhs <= 2 + tol
+    assert abs(total / S) ** 2 * (1 - c) <= 2 / S**2 + tol / S**2
+    theta = float(spec_thetas(dk)[p])
+    assert abs(lhs - (1 - np.cos(S * theta))) <= tol + 4 * S * U64

@@ -255,3 +255,42 @@ def test_score_perturbation_exactly(dk, data):
     for a, b in zip(e, e2, strict=True):
         ratio = (Fraction(2) ** b / z2) / (Fraction(2) ** a / z)
         assert Fraction(1, 2 ** (2 * eta)) <= ratio <= 2 ** (2 * eta)
+
+
+# ------------------------------------------------- two carriers: base-2 softmax
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.data())
+def test_base2_factor_bound_on_the_genuine_model(impl, data):
+    """``score_perturbation_softmax_hom`` on ``pow2`` (``n -> 2^n``, ``Int -> Rat``): integer
+    scores moved by at most ``eta`` move each base-2 weight by a factor within
+    ``[2^{-2 eta}, 2^{2 eta}]``. Measured on the implementation's softmax of ``x ln 2``;
+    oracle: the exact base-2 weights (Fractions). Tolerance: the entry bound of the held
+    scores plus the move of ``x ln 2`` to the dtype (a factor ``e^{+-2d}``), on each side.
+    Also the instance the kernel checks (``score_perturbation_pow2``): ``(0,3) -> (1,2)``
+    takes weight 1 from ``8/9`` to ``2/3`` and keeps the argmax."""
+    import math
+
+    n = data.draw(st.integers(1, 6))
+    eta = data.draw(st.integers(0, 3))
+    x = data.draw(st.lists(st.integers(-6, 6), min_size=n, max_size=n))
+    x2 = [xi + data.draw(st.integers(-eta, eta)) for xi in x]
+    rows = [np.array(r, dtype=np.float64) * math.log(2) for r in (x, x2, [0, 3], [1, 2])]
+    held = [impl.round(r[None, :]) for r in rows]
+    got = [impl.softmax(E)[0] for E in held]
+    rels = [
+        softmax_entry_rel_error(impl, E) + math.expm1(2 * float(np.max(np.abs(E[0] - r))))
+        for E, r in zip(held, rows, strict=True)
+    ]
+    z1 = sum(Fraction(2) ** v for v in x)
+    z2 = sum(Fraction(2) ** v for v in x2)
+    for i in range(n):
+        p, p2 = Fraction(2) ** x[i] / z1, Fraction(2) ** x2[i] / z2
+        assert Fraction(1, 4**eta) * p <= p2 <= 4**eta * p  # the oracle obeys the theorem
+        # the measured weights obey it, within the two entries' bounds
+        assert got[1][i] * (1 - rels[0]) <= 4**eta * got[0][i] * (1 + rels[1])
+        assert got[0][i] * (1 - rels[1]) <= 4**eta * got[1][i] * (1 + rels[0])
+        assert abs(got[0][i] - float(p)) <= rels[0] * float(p)
+        assert abs(got[1][i] - float(p2)) <= rels[1] * float(p2)
+    assert abs(got[2][1] - 8 / 9) <= rels[2] * 8 / 9
+    assert abs(got[3][1] - 2 / 3) <= rels[3] * 2 / 3
+    assert got[3][1] > got[3][0]  # the argmax (position 1) is kept

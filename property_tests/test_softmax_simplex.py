@@ -184,3 +184,44 @@ def test_shift_detection_is_not_vacuous(n, data):
     e2[i] += data.draw(st.integers(1, 5))
     assume(n >= 2)
     assert _softmax2(e1, [True] * n) != _softmax2(e2, [True] * n)
+
+
+# ------------------------------------------------- two carriers: base-2 softmax
+def _base2_rows(impl, rows: list[list[int]]) -> tuple[np.ndarray, float]:
+    """The implementation's softmax of the scores ``x ln 2`` (held in its dtype), and the
+    relative bound of each weight against the exact base-2 softmax of the integers ``x``:
+    the entry bound for the held scores plus the move of ``x ln 2`` to the dtype
+    (``|E - x ln 2| <= d`` moves each weight by a factor within ``e^{+-2d}``)."""
+    import math
+
+    exact = np.array(rows, dtype=np.float64) * math.log(2)
+    E = impl.round(exact)
+    d = float(np.max(np.abs(E - exact)))
+    return impl.softmax(E), softmax_entry_rel_error(impl, E) + math.expm1(2 * d)
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.data())
+def test_base2_softmax_the_genuine_model_of_the_lean(impl, data):
+    """``softmax_simplex_hom``/``_eq_iff_hom`` on ``pow2`` (``n -> 2^n``, ``Int -> Rat``):
+    the implementation's softmax of ``x ln 2`` is the base-2 softmax of the integer scores
+    (oracle: ``_softmax2``, exact Fractions); scores shifted by an integer ``c`` give the
+    same row, one entry raised by 1 (the smallest, so its weight is at most 1/2) does not;
+    and the values the kernel checks in ``softmax_simplex_pow2``: ``(0,1) -> 2/3``,
+    ``(0,2) -> 4/5``, ``(5,6)`` as ``(0,1)``."""
+    n = data.draw(st.integers(1, 6))
+    x = data.draw(st.lists(st.integers(-6, 6), min_size=n, max_size=n))
+    c = data.draw(st.integers(-3, 3))
+    j = int(np.argmin(x))
+    bumped = [xi + (1 if i == j else 0) for i, xi in enumerate(x)]
+    got, rel = _base2_rows(impl, [x, [xi + c for xi in x], bumped])
+    want = np.array([float(p) for p in _softmax2(x, [True] * n)])
+    want_b = np.array([float(p) for p in _softmax2(bumped, [True] * n)])
+    assert np.all(np.abs(got[0] - want) <= rel * want)
+    assert np.all(np.abs(got[1] - want) <= rel * want)  # a shift: the same row
+    assert np.all(np.abs(got[2] - want_b) <= rel * want_b)
+    if n >= 2:  # not a shift: the rows differ beyond both bounds
+        assert abs(got[2][j] - got[0][j]) > rel * (want[j] + want_b[j])
+    got, rel = _base2_rows(impl, [[0, 1], [0, 2], [5, 6]])
+    for row, w in ((0, 2 / 3), (1, 4 / 5), (2, 2 / 3)):
+        assert abs(got[row][1] - w) <= rel * w

@@ -36,16 +36,30 @@ _seed = _int_at_least(0, " (a NumPy seed)")
 
 
 def _lean_project(args: argparse.Namespace) -> Path:
+    from pyverify.errors import ProjectError
     from pyverify.paths import repo_root
 
-    return Path(args.project) if args.project else repo_root() / "lean"
+    if not args.project:
+        return repo_root() / "lean"
+    project = Path(args.project)
+    if not project.is_dir():
+        what = "is a file, not a folder" if project.exists() else "does not exist"
+        raise ProjectError(f"lean {args.lean_command} --project: {project} {what}")
+    return project
+
+
+def _lean_home(args: argparse.Namespace) -> Path | None:
+    """The ``--home`` folder, checked (one-line error for a file) before any work."""
+    if not args.home:
+        return None
+    return check_output_dir(args.home, f"lean {args.lean_command} --home")
 
 
 def cmd_lean_setup(args: argparse.Namespace) -> int:
     """Install or repair the embedded Lean toolchain."""
     from pyverify.lean.install import setup
 
-    setup(Path(args.home) if args.home else None, progress)
+    setup(_lean_home(args), progress)
     return 0
 
 
@@ -54,7 +68,7 @@ def _build(args: argparse.Namespace) -> tuple[Toolchain, Path, BuildResult]:
     from pyverify.lean.install import find_toolchain
 
     project = _lean_project(args)
-    tc = find_toolchain(args.toolchain, Path(args.home) if args.home else None, progress)
+    tc = find_toolchain(args.toolchain, _lean_home(args), progress)
     if getattr(args, "clean", False):
         clean(project, tc)
     result = build(project, tc, jobs=args.jobs, progress=progress)

@@ -46,6 +46,12 @@ CASES = [  # (id, argv, fragment of the one error line)
     ("diagnose-missing-file", "diagnose {tmp}/absent.npz", "absent.npz"),
     ("collapse-o-file", "collapse --small -o {tmp}/a_file", "collapse -o/--output: "),
     ("collapse-threads-0", "collapse --small --threads 0 -o {tmp}/out", "--threads: must be >= 1; got 0"),
+    ("lean-build-home-file", "lean build --toolchain wasm --home {tmp}/a_file", "lean build --home: "),
+    ("lean-build-home-under-file", "lean build --toolchain wasm --home {tmp}/a_file/sub", "a_file is a file, not a folder"),
+    ("lean-setup-home-file", "lean setup --home {tmp}/a_file", "lean setup --home: "),
+    ("lean-manifest-home-file", "lean manifest --toolchain wasm --home {tmp}/a_file", "lean manifest --home: "),
+    ("lean-build-project-file", "lean build --toolchain wasm --project {tmp}/a_file", "lean build --project: "),
+    ("lean-build-project-absent", "lean build --toolchain wasm --project {tmp}/absent", "absent does not exist"),
 ]  # fmt: skip
 
 

@@ -318,6 +318,8 @@ def installed_wasm(home: Path | None = None, *, strict: bool = False) -> WasmToo
     except (OSError, ValueError) as exc:
         damaged = f"cannot read the install ({exc})"
     if not damaged:
+        if not is_patched(tc.lean_js):  # an older patch: setup redoes the copy
+            return None
         return tc
     if strict:
         raise ToolchainError(f"the toolchain is damaged ({damaged}): run `pyverify lean setup`")

@@ -13,21 +13,16 @@ from pathlib import Path
 import pytest
 
 from pyverify.lean.build import BuildResult, build
-from pyverify.lean.install import find_toolchain
 from pyverify.lean.toolchain import Toolchain
 
 pytestmark = pytest.mark.lean
 CHEATS = Path(__file__).parent / "cheats"
 
 
-@pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
-    return find_toolchain("auto", progress=print)
-
-
-@pytest.fixture(scope="module")
-def result(toolchain: Toolchain) -> BuildResult:
-    return build(CHEATS / "pkg", toolchain, jobs=2, progress=print, lib="Cheats")
+@pytest.fixture
+def result(cheats_result: BuildResult) -> BuildResult:
+    """The session's one build of the cheat corpus (``conftest.py``)."""
+    return cheats_result
 
 
 def _messages(result: BuildResult) -> list[str]:

@@ -15,7 +15,6 @@ import pytest
 
 from pyverify.lean.audit import ALLOWED_AXIOMS
 from pyverify.lean.build import build
-from pyverify.lean.install import find_toolchain
 from pyverify.lean.manifest import manifest
 from pyverify.lean.toolchain import Toolchain
 
@@ -64,11 +63,6 @@ def make_package(root: Path, files: dict[str, str]) -> Path:
     imports = "".join(f"public import {rel[:-5].replace('/', '.')}\n" for rel in files)
     (root / "Pldr.lean").write_text("module\n\n" + imports)
     return root
-
-
-@pytest.fixture(scope="session")
-def toolchain() -> Toolchain:
-    return find_toolchain("auto", progress=print)
 
 
 def test_clean_package_builds_caches_and_lists_theorems(toolchain: Toolchain, tmp_path: Path):

@@ -11,8 +11,7 @@ import re
 import pytest
 
 from pyverify.lean.audit import ALLOWED_AXIOMS
-from pyverify.lean.build import build
-from pyverify.lean.install import find_toolchain
+from pyverify.lean.build import BuildResult
 from pyverify.lean.kernel_audit import Environment, audit_module
 from pyverify.lean.project import load_package, strip_comments, topo_order
 from pyverify.lean.sources import parse_theorems
@@ -23,14 +22,11 @@ pytestmark = pytest.mark.lean
 _THEOREM = re.compile(r"(?<![\w.'])theorem\s")
 
 
-@pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
-    return find_toolchain("auto", progress=print)
-
-
-def test_library_oleans_hold_every_theorem_with_standard_axioms(toolchain: Toolchain):
+def test_library_oleans_hold_every_theorem_with_standard_axioms(
+    toolchain: Toolchain, library_result: BuildResult
+):
     project = repo_root() / "lean"
-    result = build(project, toolchain, progress=print)
+    result = library_result
     assert result.ok, [f.format() for f in result.all_findings()]
     modules = load_package(project)
     env = Environment(toolchain.object_dir(project), toolchain.library_dirs(), set(modules))

@@ -9,6 +9,7 @@ ORIG = (
     "var symName=Object.keys(symDict)[symbolIndex];return symName};"
     "var __dlsym_js=(h,symbol)=>{var lib=y;var newSymIndex;"
     "newSymIndex=Object.keys(lib.exports).indexOf(symbol);return newSymIndex};"
+    "var PThread={initMainThread(){var pthreadPoolSize=4;while(pthreadPoolSize--){}}};"
 )
 
 
@@ -35,6 +36,30 @@ def test_patched_lookups_behave_like_the_originals(tmp_path: Path):
     (tmp_path / "t.js").write_text(js)
     out = subprocess.run([node, str(tmp_path / "t.js")], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1,-1,c,1,-1,c"
+
+
+def test_patch_sizes_the_worker_pool(tmp_path: Path):
+    import shutil
+    import subprocess
+
+    from pyverify.lean.patch import POOL_SIZE
+
+    out = patch_text(ORIG)
+    assert "var pthreadPoolSize=4;" not in out and "var pthreadPoolSize=__pvPool();" in out
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is needed for this test (it ships with npm)")
+    (tmp_path / "t.js").write_text(out + "console.log(__pvPool());")
+    env = {"PATH": "/usr/bin:/bin"}
+    got = []
+    for pool in (None, "0", "2", "-1", "x"):
+        e = env if pool is None else {**env, "PYVERIFY_LEAN_POOL": pool}
+        run = subprocess.run(
+            [node, str(tmp_path / "t.js")], capture_output=True, text=True, check=True, env=e
+        )
+        got.append(int(run.stdout.strip()))
+    # unset or unreadable values give the default; 0 and 2 are taken as they are
+    assert got == [POOL_SIZE, 0, 2, POOL_SIZE, POOL_SIZE]
 
 
 def test_patch_refuses_unexpected_text():

@@ -7,6 +7,7 @@ import pytest
 
 from pyverify.lean import install as tcmod
 from pyverify.lean.install import find_toolchain, installed_wasm
+from pyverify.lean.patch import MARKER
 from pyverify.lean.toolchain import ToolchainError, check_visible, default_home
 
 
@@ -126,10 +127,23 @@ def _fake_install(home: Path) -> None:
     (home / "lib").mkdir()
     (home / "lib" / ".pyverify-complete").write_text("x")
     (home / "lean").mkdir()
-    (home / "lean" / "lean.patched.js").write_text("js")
+    (home / "lean" / "lean.patched.js").write_text(MARKER + "js")
     (home / "lean" / "lean.wasm").write_text("wasm")
     stamp = {"lean_js_patched_sha256": tcmod.sha256_file(home / "lean" / "lean.patched.js")}
     (home / "toolchain.json").write_text(json.dumps(stamp))
+
+
+def test_an_older_patch_counts_as_not_installed(monkeypatch, tmp_path):
+    """A copy of ``lean.js`` patched by an earlier version (no pool sizing) is redone by setup."""
+    _fake_install(tmp_path)
+    wasm = tmp_path / "lean" / "lean.wasm"
+    monkeypatch.setitem(tcmod.LEAN_FILES_SHA256, "lean.wasm", tcmod.sha256_file(wasm))
+    assert installed_wasm(tmp_path) is not None
+    js = tmp_path / "lean" / "lean.patched.js"
+    js.write_text("var __pvCache=new WeakMap();js")  # the v1 prelude
+    stamp = {"lean_js_patched_sha256": tcmod.sha256_file(js)}
+    (tmp_path / "toolchain.json").write_text(json.dumps(stamp))
+    assert installed_wasm(tmp_path) is None
 
 
 def test_damaged_toolchain_is_named_and_check_is_cached(monkeypatch, tmp_path):
