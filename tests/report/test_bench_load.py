@@ -100,5 +100,6 @@ def test_a_malformed_saved_collapse_run_is_an_error_line_not_a_crash(tmp_path, f
     (out / "collapse" / "collapse.json").write_text("{}")  # valid JSON, no settings
     generate_report(out, phases=fake.phases(), progress=lambda _s: None, repo=tmp_path, quick=True)
     index = (out / "index.md").read_text()
-    assert "## Empirical collapse (measured)\n\n**Error**: KeyError('settings')" in index
+    assert "The saved run is not an ablation study: rerun `pyverify collapse`." in index
+    assert "collapse.json: not an ablation study (rerun `pyverify collapse`)." in index  # ledger
     assert (out / "environment.json").exists()
