@@ -22,7 +22,14 @@ from hypothesis import strategies as st
 import pyverify.kernels as kern
 from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
 from pyverify.reference.numpy_head import layer_norm_rows
-from pyverify.testing.impls import ALL, FLOAT, attention_bound, impl_ids, model_tolerance
+from pyverify.testing.impls import (
+    ALL,
+    FLOAT,
+    REFERENCE,
+    attention_bound,
+    impl_ids,
+    model_tolerance,
+)
 from pyverify.testing.strategies import (
     arrays,
     decoder_constant_g,
@@ -91,7 +98,17 @@ def test_caching_exact_without_invariant_upstream_tensors(impl, case, data):
     assert np.array_equal(r1.G, r2.G)  # the operator is invariant ...
     cached = impl.plga(impl.round(q2), impl.round(k), impl.round(v), inv, G=r1.G, causal=causal)
     assert np.array_equal(cached.out, r2.out)  # ... so the cache is exact ...
-    assert not np.array_equal(r1.A_LM, r2.A_LM)  # ... although A_LM is not invariant
+    # ... although A_LM is not invariant: the float64 oracle on the same rounded inputs
+    # shows it; the implementation must too wherever its dtype resolves the difference.
+    # bfloat16 / float16 can round two different A_LM to the same values (seen under one
+    # CPU dispatch only), so the check asks for a gap of 16 ulps of the larger entry: a
+    # margin over the few ulps of rounding the stages up to A_LM add.
+    ref1 = REFERENCE.plga(impl.round(q), impl.round(k), impl.round(v), inv, causal=causal)
+    ref2 = REFERENCE.plga(impl.round(q2), impl.round(k), impl.round(v), inv, causal=causal)
+    assert not np.array_equal(ref1.A_LM, ref2.A_LM)
+    gap = np.max(np.abs(ref1.A_LM - ref2.A_LM))
+    if gap > 16 * max(impl.u_io, impl.u_compute) * np.max(np.abs(ref1.A_LM)):
+        assert not np.array_equal(r1.A_LM, r2.A_LM)
 
 
 # --------------------------------------------------------------------------- whole model

@@ -217,11 +217,14 @@ def run_collapse(
             bar.update(tasks[msg[0]], completed=msg[1], loss=msg[2])
 
         if jobs == 1:
-            torch.set_num_threads(threads)
-            for n in runs:
-                _, entry, timing = _one_run(n, cfg, out_dir, resume, stop_after, threads, None)
-                done[n] = (entry, timing)
-                bar.update(tasks[n], completed=cfg.steps if stop_after is None else stop_after)
+            before = torch.get_num_threads()  # in-process: leave the caller's count as it was
+            try:
+                for n in runs:
+                    _, entry, timing = _one_run(n, cfg, out_dir, resume, stop_after, threads, None)
+                    done[n] = (entry, timing)
+                    bar.update(tasks[n], completed=cfg.steps if stop_after is None else stop_after)
+            finally:
+                torch.set_num_threads(before)
         else:
             ctx = mp.get_context("spawn")
             with ctx.Manager() as mgr, ctx.Pool(jobs) as pool:
