@@ -102,6 +102,12 @@ def _t(x, dtype) -> torch.Tensor:
     return torch.as_tensor(np.asarray(x, dtype=np.float64)).to(dtype)
 
 
+def _set_head_stacks(layer: torch.nn.Module, heads: list, dtype: torch.dtype) -> None:
+    """Their per-head parameter stacks (Wlst, blst, pwlst, alst, balst) from our heads."""
+    for name, f in (("Wlst", "W"), ("blst", "b"), ("pwlst", "P"), ("alst", "a"), ("balst", "b_a")):
+        getattr(layer, name).data = _t(np.stack([getattr(h, f) for h in heads]), dtype)
+
+
 def _set_linear(lin, W, b, dtype) -> None:
     lin.weight.data = _t(np.asarray(W).T, dtype)  # row-vector x @ W is Linear with W^T
     lin.bias.data = _t(b, dtype)
@@ -153,15 +159,7 @@ class AuthorV510:
             mod.layernormA.weight.data = _t(unit.ln_gamma, self.dtype)
             mod.layernormA.bias.data = _t(unit.ln_beta, self.dtype)
         layer = mha.plgatt_layer
-        for name, f in (
-            ("Wlst", "W"),
-            ("blst", "b"),
-            ("pwlst", "P"),
-            ("alst", "a"),
-            ("balst", "b_a"),
-        ):
-            stack = np.stack([getattr(h, f) for h in heads])
-            getattr(layer, name).data = _t(stack, self.dtype)
+        _set_head_stacks(layer, heads, self.dtype)
         return mha
 
     @staticmethod
@@ -320,15 +318,7 @@ class AuthorModel:
             head = impl._mha(a.heads[0], a.heads[0].dk)  # the shared learner, loaded
             mod.mha1.layernorm1.load_state_dict(head.layernorm1.state_dict())
             mod.mha1.reslayerAs.load_state_dict(head.reslayerAs.state_dict())
-            for name, f in (
-                ("Wlst", "W"),
-                ("blst", "b"),
-                ("pwlst", "P"),
-                ("alst", "a"),
-                ("balst", "b_a"),
-            ):
-                stack = np.stack([getattr(h, f) for h in a.heads])
-                getattr(mod.mha1.plgatt_layer, name).data = _t(stack, dt)
+            _set_head_stacks(mod.mha1.plgatt_layer, a.heads, dt)
             for ln, g, b in (
                 (mod.layernorm1, layer.ln1_gamma, layer.ln1_beta),
                 (mod.layernorm2, layer.ln2_gamma, layer.ln2_beta),

@@ -7,30 +7,5 @@
 * :mod:`~pyverify.diagnose.perturbation` -- the score-perturbation budget of a trained ``G_LM``.
 """
 
-from pyverify.diagnose.run import (
-    ABSORB_TOL,
-    DEDUCTIVE_TENSORS,
-    GCacheDiagnostics,
-    InvarianceError,
-    OrderParameter,
-    diagnose_g_cache,
-    format_diagnostics,
-    invariance_error,
-    order_parameter,
-    run_diagnose,
-    run_model_diagnose,
-)
-
-__all__ = [
-    "ABSORB_TOL",
-    "DEDUCTIVE_TENSORS",
-    "GCacheDiagnostics",
-    "InvarianceError",
-    "OrderParameter",
-    "diagnose_g_cache",
-    "format_diagnostics",
-    "invariance_error",
-    "order_parameter",
-    "run_diagnose",
-    "run_model_diagnose",
-]
+from pyverify.diagnose.run import *  # noqa: F403 (the command's public names)
+from pyverify.diagnose.run import __all__ as __all__

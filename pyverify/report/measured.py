@@ -130,24 +130,25 @@ def split_crosscheck(cc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
         What stays and what moves.
     """
     kept = {k: v for k, v in cc.items() if k not in ("rows", "summary")}
-    rows, m_rows = [], []
-    for r in cc.get("rows") or []:
-        measured_tol = r.get("tolerance_rule") is not None
-        rows.append(
-            {k: v for k, v in r.items() if k not in _ROW_MEASURED}
-            | {"tolerance": None if measured_tol else r.get("tolerance")}
-        )
-        m_rows.append({k: r.get(k) for k in (*_ROW_IDS, *_ROW_MEASURED)})
-    summary, m_summary = [], []
-    for s in cc.get("summary") or []:
-        measured_tol = s.get("tolerance_rule") is not None
-        summary.append(
-            {k: v for k, v in s.items() if k not in _SUMMARY_MEASURED}
-            | {"tolerance": None if measured_tol else s.get("tolerance")}
-        )
-        m_summary.append({k: s.get(k) for k in (*_SUMMARY_IDS, *_SUMMARY_MEASURED)})
+    rows, m_rows = _split_entries(cc.get("rows") or [], _ROW_IDS, _ROW_MEASURED)
+    summary, m_summary = _split_entries(cc.get("summary") or [], _SUMMARY_IDS, _SUMMARY_MEASURED)
     kept |= {"rows": rows, "summary": summary}
     return kept, {"rows": m_rows, "summary": m_summary}
+
+
+def _split_entries(
+    entries: list[dict[str, Any]], ids: tuple[str, ...], measured: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Entries without their measured fields (a constant tolerance kept); those fields + ids."""
+    kept, moved = [], []
+    for e in entries:
+        constant_tol = e.get("tolerance_rule") is None
+        kept.append(
+            {k: v for k, v in e.items() if k not in measured}
+            | {"tolerance": e.get("tolerance") if constant_tol else None}
+        )
+        moved.append({k: e.get(k) for k in (*ids, *measured)})
+    return kept, moved
 
 
 def merge_measured(kept: Any, measured: Any) -> Any:
