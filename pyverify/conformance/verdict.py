@@ -68,7 +68,12 @@ def _id_verdict(tests: list[dict]) -> dict[str, Any]:
 def verdict(run: CheckRun) -> dict[str, Any]:
     """The deterministic verdict of a run (what ``<name>.json`` holds)."""
     theorems = {i: _id_verdict([t for t in run.tests if i in t["theorems"]]) for i in run.ids}
-    suite_ok = run.pytest_exit in (0, 1, 5)
+    # exit 5 (nothing collected) checks nothing; a failing test with no ID still fails the run
+    unattributed = [
+        t for t in run.tests if not t["theorems"] and t["outcome"] in ("failed", "error")
+    ]
+    checked = any(v["verdict"] in ("passed", "failed") for v in theorems.values())
+    suite_ok = run.pytest_exit in (0, 1) and checked and not unattributed
     sweep = None
     if run.sweep is not None:
         rows = [{"case": r.case, "stage": r.stage, "passed": r.passed} for r in run.sweep]
@@ -86,7 +91,13 @@ def verdict(run: CheckRun) -> dict[str, Any]:
         "subjects": list(run.subjects),
         "capabilities": list(run.capabilities),
         "hypothesis_profile": "quick" if run.quick else "ci",
-        "suite": "ran" if suite_ok else f"pytest exited {run.pytest_exit}",
+        "suite": "ran"
+        if suite_ok
+        else f"pytest exited {run.pytest_exit}"
+        if run.pytest_exit not in (0, 1)
+        else "no test checked a theorem ID"
+        if not checked
+        else "a failing test names no theorem ID",
         "theorems": theorems,
         "crosscheck": sweep,
         "ok": ok,

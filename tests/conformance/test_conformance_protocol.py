@@ -118,6 +118,12 @@ def test_verdict_rule():
     assert ok["ok"] and ok["theorems"]["rope_group"]["verdict"] == "passed"
     broken_suite = verdict(dataclasses.replace(_run([]), pytest_exit=4))
     assert not broken_suite["ok"] and broken_suite["suite"] == "pytest exited 4"
+    nothing = verdict(dataclasses.replace(_run([]), pytest_exit=5))  # nothing collected
+    assert not nothing["ok"] and nothing["suite"] == "pytest exited 5"
+    only_na = verdict(_run([_t("d", ["softmax_shift"], "skipped", "not applicable: no 'head'")]))
+    assert not only_na["ok"] and only_na["suite"] == "no test checked a theorem ID"
+    stray = verdict(_run([_t("a", ["rope_group"], "passed"), _t("z", [], "failed")]))
+    assert not stray["ok"] and stray["suite"] == "a failing test names no theorem ID"
 
 
 def test_shipped_implementations_are_plugins_of_the_same_protocol():
