@@ -107,7 +107,9 @@ def test_caching_exact_without_invariant_upstream_tensors(impl, case, data):
     ref2 = REFERENCE.plga(impl.round(q2), impl.round(k), impl.round(v), inv, causal=causal)
     assert not np.array_equal(ref1.A_LM, ref2.A_LM)
     gap = np.max(np.abs(ref1.A_LM - ref2.A_LM))
-    if gap > 16 * max(impl.u_io, impl.u_compute) * np.max(np.abs(ref1.A_LM)):
+    resolved = gap > 16 * max(impl.u_io, impl.u_compute) * np.max(np.abs(ref1.A_LM))
+    assert resolved or impl.u_io > 2.0**-24  # float32 and float64 always resolve it
+    if resolved:
         assert not np.array_equal(r1.A_LM, r2.A_LM)
 
 

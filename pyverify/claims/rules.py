@@ -22,7 +22,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from pyverify.claims.stats import last, mmm, op_grid, pair_values
+from pyverify.claims.stats import flat, last, mmm, op_grid, pair_values
 from pyverify.claims.verdict import (
     BY_CONSTRUCTION,
     INCONCLUSIVE,
@@ -219,8 +219,6 @@ def _fidelity_rows(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, fl
 
 def _g_bitwise_invariant(result: dict[str, Any]) -> bool:
     """Whether the author run's final ``eps_G`` is exactly 0 at every measured length."""
-    from pyverify.claims.stats import flat
-
     eps = last(result["runs"][AUTHOR])["eps_G"]
     return all(x == 0.0 for S in eps for x in flat(eps[S]))
 
@@ -281,7 +279,6 @@ def e3(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
     )
     run = result["runs"][AUTHOR]
     rec, first = last(run), run["history"][0]
-    from pyverify.claims.stats import flat
 
     ratio = flat(rec["sigma2_over_sigma1_A"])
     rows = flat(rec["identical_rows_residual_A"])
@@ -377,7 +374,6 @@ def e6(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         "a stage fails; else inconclusive"
     )
     rec = last(result["runs"][AUTHOR])
-    from pyverify.claims.stats import flat
 
     S_lo, S_hi = min(result["settings"]["s_measure"]), _s_max(result)
     comm = max(flat(rec["commutant_residual_G"]))

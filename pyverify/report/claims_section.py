@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyverify.claims.ledger import format_ledger, ledger_json, load_ledger
+from pyverify.claims.ledger import ledger_json, load_ledger
 from pyverify.claims.rules import gate, scale_line
 from pyverify.claims.verdict import CLAIMS
 from pyverify.errors import UserError
@@ -58,5 +58,5 @@ def claims_section(report_dir: Path, collapse_dir: str = "collapse") -> list[str
         ],
     )
     lines += ["", "<details><summary>rules</summary>", "", "```"]
-    lines += [line for line in format_ledger(result, ledger).splitlines() if "rule:" in line]
+    lines += [f"{v.claim}: {v.rule}" for v in ledger]
     return [*lines, "```", "", "</details>", ""]

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from pyverify.report.measured import (
-    DECLARED_FLOATS,
     measured_floats,
     merge_measured,
     split_crosscheck,
@@ -167,4 +166,3 @@ def test_report_files_split_verdicts_from_measurements(tmp_path, fake):
     assert all(isinstance(r["max_rel"], float) for r in full["crosscheck"]["rows"])
     index = (out / "index.md").read_text()
     assert "measurements.json" in index and "Measured on this machine" in index
-    assert DECLARED_FLOATS >= {"tolerance"}
