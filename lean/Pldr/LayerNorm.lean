@@ -16,8 +16,11 @@ positive function on positive arguments; shift invariance holds for *any* such m
 Scale invariance needs its homogeneity `r(s² v) · s = r(v)` (`s, v > 0`), which
 `v ↦ 1/√v` has; it is a hypothesis of `layernorm_invariance_scale`, not a field of the
 interface. Lawful models in the library: `RSqrtMap.one` (the constant `1`, LayerNorm
-without rescaling; not homogeneous). Under Mathlib, `v ↦ (Real.sqrt v)⁻¹` instantiates
-the interface and satisfies the homogeneity law. There are no unproved assumptions.
+without rescaling; not homogeneous) and `RSqrtMap.squareClass` (`Pldr.LayerNormModel`:
+homogeneous on every ordered field, `1/p` on the squares `p²`; it instantiates
+`layernorm_invariance_scale` over `Rat` in `layernorm_invariance_scale_rat`). Under
+Mathlib, `v ↦ (Real.sqrt v)⁻¹` instantiates the interface and satisfies the homogeneity
+law. There are no unproved assumptions.
 -/
 
 public noncomputable section
