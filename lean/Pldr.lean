@@ -24,6 +24,7 @@ public import Pldr.PrefixHead
 public import Pldr.ExpHom
 public import Pldr.RopeTwirlDecay
 public import Pldr.LayerNormModel
+public import Pldr.ExpRat
 
 /-!
 # Pldr: the PLGA theorem library

@@ -11,7 +11,8 @@ dictionary between the paper (and the reference implementation) and the formal t
 * `ExpMap α`: an *abstract exponential* on an ordered field `α`: a function `exp` with
   `exp (a + b) = exp a * exp b` and `exp a > 0`. The real exponential is an instance;
   core Lean has no real numbers, so every theorem is stated for an arbitrary such map.
-  (Over `Rat` the only such map is the constant `1`; the theorems are meant for `ℝ`.)
+  (Over `Rat` the only such map is the constant `1`, `ExpMap.eq_one_of_rat` in
+  `Pldr.ExpRat`; the theorems are meant for `ℝ`.)
 * `msoftmax E mask x`: softmax of the score row `x` with the entries where `mask` is
   `false` removed (weight exactly `0`). The reference adds `-1e9` at masked places
   instead; exact masking is the limit of that and is what we formalise.

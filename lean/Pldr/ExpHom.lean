@@ -6,7 +6,8 @@ public import Pldr.ScorePerturbation
 # Softmax with separate score and weight carriers; the base-2 model
 
 Over one ordered field `α` the only abstract exponential of core Lean's `Rat` is the
-constant `1` (`exp 1 = exp(1/n)ⁿ` forces it), so the theorems that need an injective or
+constant `1` (`exp x = exp(x/n)ⁿ` for every `n` forces it: `ExpMap.eq_one_of_rat`,
+`ExpMap.not_injective_rat` in `Pldr.ExpRat`), so the theorems that need an injective or
 monotone `exp` had no satisfiable instance in the library. Softmax only needs `exp` to
 map the *additive group of scores* into the *positive elements of a field of weights*,
 and these need not be the same type. This file separates them.

@@ -25,10 +25,11 @@ one theorem about `plgaHead`, the paper's head with the full metric pipeline
 
 Abstracted: `exp` (injective `ExpMap`), the power (`x ^ 1 = x` only), LayerNorm and the
 learner (chosen as the identity, which the theorem's parameters are free to be). No
-single-carrier exponential over `Rat` is injective, so the genuine instance of this
-statement is `Real.exp`; the base-2 softmax `Int → Rat` of `Pldr.ExpHom` gives a
-two-carrier prefix failure instead (`prefix_consistency_fails_pow2`). There are no
-unproved assumptions.
+single-carrier exponential over `Rat` is injective (every one is `≡ 1`:
+`ExpMap.eq_one_of_rat`, `ExpMap.not_injective_rat` in `Pldr.ExpRat`), so this statement
+has no instance in core Lean; its genuine instance is `Real.exp`, outside core Lean. The
+base-2 softmax `Int → Rat` of `Pldr.ExpHom` gives a two-carrier prefix failure instead
+(`prefix_consistency_fails_pow2`). There are no unproved assumptions.
 -/
 
 public noncomputable section

@@ -24,20 +24,21 @@ A_P = A_LM ^ P ↦ G = a A_P + b_a`,
   separates the two Grams at entry `(1, 1)` (by hand: `G₁₁ = 1 + 25/512 + 10⁻⁹` on
   the full call, `1 + 1/128 + 10⁻⁹` on the prefix; the kernel checks that they differ).
 
-What this means, honestly: over `Rat` the interfaces only have degenerate lawful models,
-used inside the pipeline: the sigmoid's `exp` is the constant `1` (`σ ≡ 1/2`, so
-`silu x = x/2`, `iSwiGLU x = x²/2`), the power is the identity (`PowMap.base`,
-`A_P = A_LM`), and `1/√(var + ε)` is the constant `1` (`RSqrtMap.one`: LayerNorm
-centres but does not rescale). Under these models the metric the pipeline computes on a
-call differs from the one on its prefix, so a G-cache filled from the prompt is not what
-recomputation gives. The output-level failure needs an *injective* exponential in the
-softmax (with `exp ≡ 1` every softmax is uniform and outputs are prefix-consistent), and
-`Rat` has none; `prefix_consistency_fails_of_metric` supplies that step for any ordered
-field with an injective `exp` (the reals). The two theorems are not combined into one
-statement with the real exponential inside the pipeline: that would need the pipeline's
-values under the real `exp`, `rpow` and `√`, which are not rational. The trained learner
-is checked numerically by the Python property test of this ID. There are no unproved
-assumptions.
+What this means, honestly: degenerate lawful models are used inside the pipeline: the
+sigmoid's `exp` is the constant `1` (`σ ≡ 1/2`, so `silu x = x/2`, `iSwiGLU x = x²/2`;
+over `Rat` no other `ExpMap` exists, `ExpMap.eq_one_of_rat`), the power is the identity
+(`PowMap.base`, `A_P = A_LM`), and `1/√(var + ε)` is the constant `1` (`RSqrtMap.one`:
+LayerNorm centres but does not rescale; the homogeneous `RSqrtMap.squareClass` has no
+computed values off the squares, so it is not used here). Under these models the metric
+the pipeline computes on a call differs from the one on its prefix, so a G-cache filled
+from the prompt is not what recomputation gives. The output-level failure needs an
+*injective* exponential in the softmax (with `exp ≡ 1` every softmax is uniform and
+outputs are prefix-consistent), and `Rat` has none (`ExpMap.not_injective_rat`);
+`prefix_consistency_fails_of_metric` supplies that step for any ordered field with an
+injective `exp` (the reals). The two theorems are not combined into one statement with the
+real exponential inside the pipeline: that would need the pipeline's values under the real
+`exp`, `rpow` and `√`, which are not rational. The trained learner is checked numerically
+by the Python property test of this ID. There are no unproved assumptions.
 -/
 
 public noncomputable section
