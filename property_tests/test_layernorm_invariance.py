@@ -17,13 +17,19 @@ cancellation in ``x - mean`` and the ``1/sigma`` conditioning included), doubled
 (``bounds.SAFETY``), for each evaluation, plus the rounding of the output to a
 bfloat16/float16 model dtype (``u_io |LN(x)|`` each). For a general positive factor the
 scaled row is rounded once (``u_io |a x|`` per entry), propagated by the same bound.
-Each evaluation is also compared with the float64 formula (an independent oracle).
+
+Oracle: the row LayerNorm of the mpmath reference (30 digits, rounded once to float64),
+which imports neither implementation and does no NumPy arithmetic; the scaled rows are
+compared with the exact LayerNorm of the *unscaled* row, so the real ``1/sqrt`` and its
+homogeneity ``r(s^2 v) s = r(v)`` (the hypothesis ``RSqrtMap.Homogeneous`` of the Lean
+``layernorm_invariance_scale``) are what the tests check, not only agreement of two calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import mpmath
 import numpy as np
 import pytest
 import torch
@@ -33,6 +39,7 @@ from hypothesis import strategies as st
 import pyverify.kernels as kern
 from pyverify.conformance.subject import not_applicable
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
+from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.bounds import SAFETY, layer_norm_bound
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
@@ -51,6 +58,23 @@ def _bound(impl, X, dX, params, eps) -> np.ndarray:
     """Two-fold first-order bound of one evaluation of the row LayerNorm of X."""
     g, b = impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta)
     return SAFETY * layer_norm_bound(X, dX, g, b, eps, impl.u_compute)
+
+
+def _oracle(X, gamma, beta, eps: float) -> np.ndarray:
+    """The exact row LayerNorm (mpmath, 30 digits), rounded once to float64: independent of
+    both implementations."""
+    ctx = mpmath.MPContext()
+    ctx.dps = 30
+    return rmp.to_numpy(rmp.layer_norm_rows(X, gamma, beta, eps, ctx))
+
+
+def _held(impl, params) -> tuple[np.ndarray, np.ndarray]:
+    """gamma and beta as the implementation holds them."""
+    return impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta)
+
+
+#: Float32-exact variance epsilons (their 4^k multiples below stay exact).
+DYADIC_EPS = (2.0**-6, 0.25, 1.0, 3.0)
 
 
 def _spread_ok(X) -> bool:
@@ -78,9 +102,10 @@ def test_row_layernorm_ignores_a_row_shift(impl, case, eps):
     z = np.zeros_like(X)
     tol = _bound(impl, X, z, params, eps) + _bound(impl, Y, z, params, eps)
     assert np.all(np.abs(a - b) <= tol)
-    # the oracle: the float64 formula with gamma/beta as the implementation holds them
-    want = nh.layer_norm_rows(X, impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta), eps)
+    # the oracle: the exact LayerNorm with gamma/beta as the implementation holds them
+    want = _oracle(X, *_held(impl, params), eps)
     assert np.all(np.abs(a - want) <= _bound(impl, X, z, params, eps) + 1e-15 * np.abs(want))
+    assert np.all(np.abs(b - want) <= _bound(impl, Y, z, params, eps) + 1e-15 * np.abs(want))
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
@@ -102,6 +127,43 @@ def test_row_layernorm_without_eps_ignores_positive_scaling(impl, case, k, a):
     la = _ln_impl(impl, Ya, params, 0.0)
     tol = _bound(impl, X, z, params, 0.0) + _bound(impl, a * X, dY, params, 0.0)
     assert np.all(np.abs(lx - la) <= tol)
+    # the oracle: every evaluation against the exact LayerNorm of the unscaled row
+    want = _oracle(X, *_held(impl, params), 0.0)
+    slack = 1e-15 * np.abs(want)
+    assert np.all(np.abs(lx - want) <= _bound(impl, X, z, params, 0.0) + slack)
+    assert np.all(np.abs(ly - want) <= _bound(impl, Y, z, params, 0.0) + slack)
+    assert np.all(np.abs(la - want) <= _bound(impl, a * X, dY, params, 0.0) + slack)
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@given(ln_cases(), st.sampled_from(DYADIC_EPS), st.integers(-4, 4), st.floats(0.01, 100.0))
+def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
+    """The homogeneity ``r(s^2 v) s = r(v)`` of the implementation's ``1/sqrt`` path, at
+    ``v = var(x) + eps``: ``LN(s x; s^2 eps) = LN(x; eps)`` (``var(s x) + s^2 eps =
+    s^2 (var(x) + eps)``), any ``eps >= 0``, any row. An ``eps`` added outside the root
+    (``sqrt(var) + eps``) or a root of the wrong degree fails it. Oracle: the exact
+    ``LN(x; eps)``. ``s = 2^k``: exact inputs; a general ``a``: ``a x`` and ``a^2 eps`` each
+    rounded once to the compute dtype (``eps`` off by ``u`` relative moves the normalised
+    part by at most ``u/2`` relative, doubled)."""
+    X, _, params = case
+    g, b = _held(impl, params)
+    want = _oracle(X, g, b, eps)
+    slack = 1e-15 * np.abs(want)
+    z = np.zeros_like(X)
+    lx = _ln_impl(impl, X, params, eps)
+    tx = _bound(impl, X, z, params, eps)
+    assert np.all(np.abs(lx - want) <= tx + slack)
+    s = 2.0**k
+    ls = _ln_impl(impl, X * s, params, eps * s * s)
+    ts = _bound(impl, X * s, z, params, eps * s * s)
+    assert np.all(np.abs(ls - want) <= ts + slack)
+    assert np.all(np.abs(ls - lx) <= tx + ts)
+    Ya, ea = impl.hold(a * X), impl.hold(a * a * eps)
+    la = _ln_impl(impl, Ya, params, ea)
+    dY = impl.u_compute * np.abs(a * X)
+    ta = _bound(impl, a * X, dY, params, a * a * eps)
+    ta = ta + SAFETY * 0.5 * impl.u_compute * np.abs(want - b)
+    assert np.all(np.abs(la - want) <= ta + slack)
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
@@ -179,7 +241,8 @@ def test_decoder_embedding_layernorm_invariances(impl, case, eps):
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @given(st.floats(0.01, 100.0))
 def test_layernorm_scale_on_the_lean_instance(impl, s):
-    """``layernorm_invariance_scale_rat``: with ``gamma = 1``, ``beta = 0``, ``eps = 0`` the
+    """``layernorm_invariance_scale_rat`` (the whole-field ``layernorm_invariance_scale`` on
+    the model ``RSqrtMap.squareClass``): with ``gamma = 1``, ``beta = 0``, ``eps = 0`` the
     row ``x = (0, 4)`` (variance ``4 = 2^2``) has ``LN(s x) = LN(x) = (-1, 1)`` for every
     ``s > 0``. Oracle: the kernel-checked values ``(-1, 1)``, exact. Tolerance: the
     evaluation bound of each row (``s x`` rounded once, its error propagated)."""
@@ -198,3 +261,26 @@ def test_layernorm_scale_on_the_lean_instance(impl, s):
     assert np.all(
         np.abs(ls - want) <= _bound(impl, s * X, impl.u_compute * np.abs(s * X), base, 0.0)
     )
+
+
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+def test_rsqrt_off_the_squares_on_the_lean_values(impl):
+    """``RSqrtMap.squareClass_rat_values``: ``r(18) 3 = r(2)`` off the squares. Through the
+    row LayerNorm with ``gamma = 1``, ``beta = 0``: the row ``(-1, 1)`` with ``eps = 1``
+    gives ``(-r(2), r(2))``, the row ``(-3, 3)`` with ``eps = 9`` gives
+    ``(-3 r(18), 3 r(18))``; both must be ``(-1/sqrt 2, 1/sqrt 2)``. Oracle: mpmath's
+    ``1/sqrt(2)``; tolerance: the evaluation bound of each row (exact inputs)."""
+    base = dataclasses.replace(
+        PLGAParams.random(dk=2, a_dff=1, num_reslayer=0, num_dense=0, seed=0),
+        ln0_gamma=np.ones(2),
+        ln0_beta=np.zeros(2),
+    )
+    ctx = mpmath.MPContext()
+    ctx.dps = 30
+    r2 = float(1 / ctx.sqrt(2))
+    want = np.array([[-r2, r2], [-r2, r2]])
+    for c, eps in ((1.0, 1.0), (3.0, 9.0)):
+        X = np.array([[-c, c], [-c, c]])
+        got = _ln_impl(impl, X, base, eps)
+        tol = _bound(impl, X, np.zeros_like(X), base, eps) + 1e-16
+        assert np.all(np.abs(got - want) <= tol)
