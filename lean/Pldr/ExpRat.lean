@@ -3,7 +3,7 @@ module
 public import Pldr.Attention
 
 /-!
-# Over `Rat` the only abstract exponential is the constant `1`
+# Over `Rat` the only abstract exponential is the constant `1`  (`[prefix_consistency]`)
 
 `ExpMap α` asks for `exp (a + b) = exp a · exp b` and `exp a > 0`. Over `ℝ`, `Real.exp` is
 a model; over core Lean's `Rat` there is only the constant `1`, so every theorem that
@@ -92,10 +92,11 @@ theorem ExpMap.eq_one_of_rat (E : ExpMap Rat) (x : Rat) : E.exp x = 1 := by
   congr 1
   grind
 
-/-- [prefix_consistency] No abstract exponential over `Rat` is injective (each is `≡ 1`),
-so `prefix_consistency_head_fails`, the paper's head (Prop. on prefix consistency) for an
-injective `exp`, has no instance over core Lean's `Rat`; its genuine instance is
-`Real.exp`. -/
+/-- [prefix_consistency] The paper's claim that PLGA with the global-Gram metric is not
+prefix-consistent is proved for an injective `exp` (`prefix_consistency_fails`,
+`prefix_consistency_head_fails`), and no abstract exponential over `Rat` is injective
+(each is `≡ 1`): those theorems have no instance over core Lean's `Rat`; their genuine
+instance is `Real.exp`, outside core Lean. -/
 theorem ExpMap.not_injective_rat (E : ExpMap Rat) :
     ¬ ∀ a b, E.exp a = E.exp b → a = b := by
   intro h
