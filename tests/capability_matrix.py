@@ -6,8 +6,12 @@ turns NaN scores into zero rows under one dispatch and into NaN rows under
 another. A test that holds on one dispatch only passes on some machines, so CI
 runs the dispatch-sensitive tests under every capability the CPU has.
 
-Usage: ``python tests/capability_matrix.py [pytest args ...]``; exits non-zero if
-any capability fails, or if torch does not take the capability it was given.
+Usage: ``python tests/capability_matrix.py [--skip-current] [pytest args ...]``;
+exits non-zero if any capability fails, or if torch does not take the capability it
+was given. ``--skip-current`` leaves out the capability torch takes in this
+environment (the best one, unless ``ATEN_CPU_CAPABILITY`` says otherwise): ``tox``'s
+``suite`` runs the whole test suite under it right after, so running it here too
+would only repeat those tests.
 """
 
 from __future__ import annotations
@@ -36,9 +40,15 @@ def supported() -> list[str]:
 
 def main(pytest_args: list[str]) -> int:
     caps = supported()
-    print(f"capability matrix: {', '.join(caps)}", flush=True)
+    skip = None
+    if pytest_args[:1] == ["--skip-current"]:
+        pytest_args = pytest_args[1:]
+        skip = _capability(os.environ.get("ATEN_CPU_CAPABILITY"))
+    run = [c for c in caps if c != skip]
+    note = f" ({skip}: left to the main run, which uses it)" if skip in caps else ""
+    print(f"capability matrix: {', '.join(run) or 'nothing'}{note}", flush=True)
     failed = []
-    for cap in caps:
+    for cap in run:
         taken = _capability(cap)
         if taken != cap:
             print(f"ATEN_CPU_CAPABILITY={cap}: torch took {taken!r} instead", flush=True)
