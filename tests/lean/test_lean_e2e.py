@@ -90,7 +90,15 @@ def test_clean_package_builds_caches_and_lists_theorems(toolchain: Toolchain, tm
     implicit = rows["Pldr.Good.comm_implicit"]["statement"]
     assert implicit.startswith("∀ {α : Type} (f : α → α → α)"), implicit
 
-    # editing a dependency rebuilds it and its importers, nothing else
-    (project / "Pldr" / "Good.lean").write_text(GOOD.replace("Doubling,", "Doubling (edited),"))
+    # editing a module rebuilds it and its importers, nothing else: the module it
+    # imports stays cached
+    (project / "Pldr" / "Uses.lean").write_text(
+        USES.replace("a theorem about", "a theorem (edited) about")
+    )
     third = build(project, toolchain)
-    assert third.ok and {m.status for m in third.modules} == {"built"}
+    assert third.ok
+    assert {m.name: m.status for m in third.modules} == {
+        "Pldr.Good": "cached",
+        "Pldr.Uses": "built",
+        "Pldr": "built",
+    }
