@@ -29,7 +29,14 @@ from pyverify.lean.audit import (
 )
 from pyverify.lean.kernel_audit import ModuleAudit, audit_package, load_axioms, save_axioms
 from pyverify.lean.messages import Diagnostic, parse_json_output
-from pyverify.lean.project import Module, load_package, local_imports, module_keys, topo_order
+from pyverify.lean.project import (
+    Module,
+    critical_path_order,
+    load_package,
+    local_imports,
+    module_keys,
+    topo_order,
+)
 from pyverify.lean.sources import parse_theorems
 from pyverify.lean.toolchain import NativeToolchain, Toolchain, WasmToolchain, check_visible
 from pyverify.output import Progress
@@ -176,7 +183,9 @@ def _build_per_module(
         say(f"all {len(order)} modules up to date")
     done_count = len(order) - len(todo)
     running: dict[Future[tuple[list[Diagnostic], list[Finding], float]], str] = {}
-    pending = list(todo)
+    todo_set = set(todo)
+    # longest remaining chain first: the two ends of the build are one module each
+    pending = [n for n in critical_path_order(modules) if n in todo_set]
 
     def has_olean(name: str) -> bool:
         return (build / (modules[name].rel[: -len(".lean")] + ".olean")).exists()

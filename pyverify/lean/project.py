@@ -158,6 +158,33 @@ def topo_order(modules: dict[str, Module]) -> list[str]:
     return order
 
 
+#: A module's fixed cost in source bytes of the same cost: a least-squares fit of the 25
+#: module times of a cold CI build (2 jobs, 2 cores) gave 8.7 s + size / (2.0 kB/s),
+#: correlation 0.76.
+_STARTUP_BYTES = 17_500
+
+
+def critical_path_order(modules: dict[str, Module]) -> list[str]:
+    """``topo_order`` re-ranked for a parallel build: longest chain to the end first.
+
+    A module's cost is estimated from its source size plus a fixed start-up; its rank is
+    its cost plus the largest rank among the modules that import it, so the modules on
+    the longest remaining chain start first (ties keep ``topo_order``). Every module
+    still comes after its imports.
+    """
+    order = topo_order(modules)
+    importers: dict[str, list[str]] = {name: [] for name in modules}
+    for name in order:
+        for dep in local_imports(modules[name], modules):
+            importers[dep].append(name)
+    rank: dict[str, int] = {}
+    for name in reversed(order):
+        tail = max((rank[m] for m in importers[name]), default=0)
+        rank[name] = _STARTUP_BYTES + len(modules[name].source.encode()) + tail
+    position = {name: i for i, name in enumerate(order)}
+    return sorted(order, key=lambda n: (-rank[n], position[n]))
+
+
 def module_keys(modules: dict[str, Module], salt: str) -> dict[str, str]:
     """Content key of each module: its source, its local dependencies' keys, and ``salt``.
 

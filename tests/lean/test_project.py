@@ -4,6 +4,7 @@ import pytest
 
 from pyverify.lean.project import (
     ProjectError,
+    critical_path_order,
     load_package,
     module_keys,
     parse_imports,
@@ -44,6 +45,20 @@ def test_topo_order_and_cycle(tmp_path: Path):
     write(tmp_path, "Pldr/A.lean", "module\npublic import Pldr.B\n")
     with pytest.raises(ProjectError, match="import cycle"):
         load_package(tmp_path)
+
+
+def test_critical_path_order_starts_the_long_chain_first(tmp_path: Path):
+    # Pldr.Z is first by name, but Pldr.A heads the chain A -> B -> C -> Pldr: with two
+    # jobs, starting Z first would leave the chain's three steps for the end.
+    write(tmp_path, "Pldr.lean", "module\npublic import Pldr.C\npublic import Pldr.Z\n")
+    write(tmp_path, "Pldr/A.lean", "module\n")
+    write(tmp_path, "Pldr/B.lean", "module\npublic import Pldr.A\n")
+    write(tmp_path, "Pldr/C.lean", "module\npublic import Pldr.B\n")
+    write(tmp_path, "Pldr/Z.lean", "module\n" + "-- a long comment line\n" * 400)
+    mods = load_package(tmp_path)
+    order = critical_path_order(mods)
+    assert order == ["Pldr.A", "Pldr.B", "Pldr.Z", "Pldr.C", "Pldr"]
+    assert sorted(order) == sorted(topo_order(mods))
 
 
 def test_missing_root(tmp_path: Path):
