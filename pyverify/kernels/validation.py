@@ -231,7 +231,9 @@ def check_finite(x: torch.Tensor, stage: str, *, power_law: bool = True) -> torc
     return x
 
 
-def check_score_range(q: torch.Tensor, k: torch.Tensor) -> None:
+def check_score_range(
+    q: torch.Tensor, k: torch.Tensor, *, k_norm: torch.Tensor | None = None
+) -> None:
     """Raise :class:`NonFiniteStageError` ``[scores]`` if a score ``q_i . k_j`` can overflow.
 
     What torch's CPU SDPA makes of an overflowed (inf, then NaN) score row depends on
@@ -247,11 +249,17 @@ def check_score_range(q: torch.Tensor, k: torch.Tensor) -> None:
     ----------
     q, k : torch.Tensor
         (..., S_q, d) and (..., S_k, d), exactly as SDPA receives them.
+    k_norm : torch.Tensor, optional
+        An upper bound of ``max_j |k_j|`` per leading index (shape ``k.shape[:-2]``),
+        e.g. kept up to date by a decoding cache, so that the keys need not be read.
     """
     cdt = compute_dtype(q.dtype)
     limit = torch.finfo(cdt).max / 4
     qn = torch.linalg.vector_norm(q, dim=-1, dtype=cdt).amax(dim=-1)
-    kn = torch.linalg.vector_norm(k, dim=-1, dtype=cdt).amax(dim=-1)
+    if k_norm is None:
+        kn = torch.linalg.vector_norm(k, dim=-1, dtype=cdt).amax(dim=-1)
+    else:
+        kn = k_norm.to(cdt)
     if bool((qn * kn <= limit).all()):  # an inf or NaN bound fails here
         return
     q64, k64 = q.double(), k.double()

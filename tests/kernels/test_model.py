@@ -157,3 +157,45 @@ def test_decode_step_checks_its_new_rows(device, ref):
     bk[0] = good
     _, fresh = m.prefill(toks[:, :5])
     assert torch.equal(m.decode_step(toks[:, 5], cache)[0], m.decode_step(toks[:, 5], fresh)[0])
+
+
+@pytest.mark.parametrize("use_g_cache", [True, False])
+def test_decode_step_refuses_finite_rows_whose_scores_overflow(device, ref, use_g_cache):
+    """Finite q and k rows (1e19 each, float32 max 3.4e38) whose scores overflow are a
+    [scores] error under every CPU dispatch (torch's SDPA would make NaN logits on some,
+    silently zero attention rows on others); the cache stays as it was."""
+    from pyverify.errors import NonFiniteStageError
+
+    m = from_reference(ref, device, torch.float32)
+    toks = torch.tensor(TOKS, device=device)
+    _, cache = m.prefill(toks[:, :5], mode="uncached")
+    lp = m.params.layers[1]
+    saved = lp.bq.clone(), lp.bk.clone()
+    lp.bq.fill_(1e19)
+    lp.bk.fill_(1e19)
+    try:
+        with pytest.raises(NonFiniteStageError, match=r"\[scores\]"):
+            m.decode_step(toks[:, 5], cache, use_g_cache=use_g_cache)
+    finally:
+        lp.bq.copy_(saved[0])
+        lp.bk.copy_(saved[1])
+    assert cache.length == 5 and all(lc.k.shape[2] == 5 for lc in cache.layers)
+    logits, _ = m.decode_step(toks[:, 5], cache, use_g_cache=use_g_cache)
+    assert torch.isfinite(logits).all()
+
+
+def test_cache_key_norm_bound_stays_an_upper_bound(device, ref):
+    """The running bound equals max |k_j| after appends and stays above it after a
+    truncation (an over-estimate only sends check_score_range to its exact path)."""
+    m = from_reference(ref, device)
+    toks = torch.tensor(TOKS, device=device)
+    _, cache = m.prefill(toks[:, :3])
+    lc = cache.layers[0]
+    lc.key_norm_bound()
+    for t in range(3, 8):
+        m.decode_step(toks[:, t], cache)
+    exact = torch.linalg.vector_norm(lc.k, dim=-1).amax(dim=-1)
+    assert torch.equal(lc.key_norm_bound(), exact)
+    cache.truncate(4)
+    now = torch.linalg.vector_norm(lc.k, dim=-1).amax(dim=-1)
+    assert (lc.key_norm_bound() >= now).all()
