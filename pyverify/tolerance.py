@@ -49,6 +49,7 @@ __all__ = [
     "TOL_FLOAT64",
     "TOL_LOW_FLOOR",
     "control_bound",
+    "output_tolerance_rules",
     "output_tolerances",
     "stage_tolerances",
     "within_control",
@@ -101,3 +102,34 @@ def output_tolerances(dtype: str, e_sdpa: float, e_qg: float) -> tuple[float, fl
         t = max(TOL_FLOAT32, control_bound(e_qg))
         return t, t
     return control_bound(e_sdpa, floor=TOL_LOW_FLOOR), control_bound(e_qg, floor=TOL_LOW_FLOOR)
+
+
+def output_tolerance_rules(dtype: str, qg: str = "fl(Q G)") -> tuple[str | None, str | None]:
+    """How :func:`output_tolerances` sets the two output tolerances, in words.
+
+    ``None`` for a constant tolerance; otherwise the rule in words: the tolerance is
+    measured (it scales with torch SDPA's own error on this machine), so the
+    deterministic report keeps the rule and the measurements file the number.
+
+    Parameters
+    ----------
+    dtype : str
+        The case's dtype.
+    qg : str, default "fl(Q G)"
+        What the collapsed kernel's control SDPA is fed (``"Q"`` when ``G = I``).
+
+    Returns
+    -------
+    (str or None, str or None)
+        The rules of the uncached/G-cached and of the collapsed output.
+    """
+    if dtype == "float64":
+        return None, None
+    k = CONTROL_FACTOR["output"]
+    if dtype == "float32":
+        rule = f"max({TOL_FLOAT32:g}, {k:g} x SDPA's error on {qg})"
+        return rule, rule
+    return (
+        f"{k:g} x SDPA's error on Q + {TOL_LOW_FLOOR:g}",
+        f"{k:g} x SDPA's error on {qg} + {TOL_LOW_FLOOR:g}",
+    )

@@ -189,8 +189,7 @@ def test_cli_exit_status(monkeypatch, capsys, tmp_path):
 @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16", "float16"])
 def test_tolerance_rules_name_exactly_the_measured_tolerances(dtype):
     """A rule is given iff output_tolerances depends on the measured control errors."""
-    from pyverify.crosscheck.compare import output_tolerance_rules
-    from pyverify.tolerance import output_tolerances
+    from pyverify.tolerance import output_tolerance_rules, output_tolerances
 
     small, large = output_tolerances(dtype, 1e-9, 2e-9), output_tolerances(dtype, 0.01, 0.02)
     rules = output_tolerance_rules(dtype)

@@ -12,9 +12,8 @@ import torch.nn.functional as F  # noqa: N812 (torch convention)
 
 from pyverify.crosscheck.cases import Case
 from pyverify.crosscheck.results import CrosscheckRow
-from pyverify.tolerance import CONTROL_FACTOR, TOL_FLOAT32, TOL_LOW_FLOOR
 
-__all__ = ["Comparer", "as_numpy", "output_tolerance_rules", "sdpa_error", "slice_errors"]
+__all__ = ["Comparer", "as_numpy", "sdpa_error", "slice_errors"]
 
 
 def as_numpy(x: Any) -> np.ndarray:
@@ -49,37 +48,6 @@ def sdpa_error(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, qg64: torch.Te
     return float(slice_errors(low, ref).max())
 
 
-def output_tolerance_rules(dtype: str, qg: str = "fl(Q G)") -> tuple[str | None, str | None]:
-    """How :func:`pyverify.tolerance.output_tolerances` sets the two output tolerances.
-
-    ``None`` for a constant tolerance; otherwise the rule in words: the tolerance is
-    measured (it scales with torch SDPA's own error on this machine), so the
-    deterministic report keeps the rule and the measurements file the number.
-
-    Parameters
-    ----------
-    dtype : str
-        The case's dtype.
-    qg : str, default "fl(Q G)"
-        What the collapsed kernel's control SDPA is fed (``"Q"`` when ``G = I``).
-
-    Returns
-    -------
-    (str or None, str or None)
-        The rules of the uncached/G-cached and of the collapsed output.
-    """
-    if dtype == "float64":
-        return None, None
-    k = CONTROL_FACTOR["output"]
-    if dtype == "float32":
-        rule = f"max({TOL_FLOAT32:g}, {k:g} x SDPA's error on {qg})"
-        return rule, rule
-    return (
-        f"{k:g} x SDPA's error on Q + {TOL_LOW_FLOOR:g}",
-        f"{k:g} x SDPA's error on {qg} + {TOL_LOW_FLOOR:g}",
-    )
-
-
 @dataclass(frozen=True)
 class Comparer:
     """Compares one path of one case against one more accurate side, stage by stage."""
@@ -103,7 +71,7 @@ class Comparer:
     ) -> CrosscheckRow:
         """The row of stage ``name``: ``got`` vs ``ref`` per slice, held to ``tol``.
 
-        ``rule``: how ``tol`` was measured (:func:`output_tolerance_rules`), None
+        ``rule``: how ``tol`` was measured (:func:`pyverify.tolerance.output_tolerance_rules`), None
         for a constant.
         """
         errs = slice_errors(got, ref)

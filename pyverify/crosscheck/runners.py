@@ -18,13 +18,19 @@ from pyverify.crosscheck.cases import (
     parse_dtypes,
     shard_cases,
 )
-from pyverify.crosscheck.compare import Comparer, as_numpy, output_tolerance_rules, sdpa_error
+from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
 from pyverify.crosscheck.results import CrosscheckResult, CrosscheckRow
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.precision import TORCH_DTYPES, compute_dtype
 from pyverify.reference import load_g_lm
-from pyverify.tolerance import MPMATH_DPS, TOL_FLOAT64, output_tolerances, stage_tolerances
+from pyverify.tolerance import (
+    MPMATH_DPS,
+    TOL_FLOAT64,
+    output_tolerance_rules,
+    output_tolerances,
+    stage_tolerances,
+)
 
 __all__ = ["run_case", "run_crosscheck"]
 
