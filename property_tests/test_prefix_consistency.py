@@ -9,6 +9,8 @@ rows differ by more than four times that.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import Phase, find, given, settings
@@ -118,23 +120,39 @@ def test_gram_dependent_plga_is_not_prefix_consistent(impl):
 
 
 # ------------------------------------------------- prefix_consistency_head_fails
+def _isw(u: float) -> float:
+    """The spec's ``iSwiGLU(u) = u^2 sigmoid(u)``."""
+    return u * u / (1 + math.exp(-u))
+
+
+CEX_HEADS = {
+    # prefix_consistency_head_fails: W = I, b = -1, P = 1: G_11 = iSwiGLU(D_11 - 1) + eps
+    "head_fails": (-1.0, 1.0, lambda d11, eps: _isw(d11 - 1.0) + eps),
+    # prefix_consistency_fails_of_metric(_hom, _pow2): any metric separating the two
+    # calls' entry (1,1), here the power law at P = 2: G_11 = (iSwiGLU(D_11) + eps)^2
+    "power_law_p2": (0.0, 2.0, lambda d11, eps: (_isw(d11) + eps) ** 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CEX_HEADS))
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
-def test_paper_head_fails_on_the_lean_counterexample(impl):
-    """``prefix_consistency_head_fails``: the paper's head with the theorem's parameters
-    (LayerNorm and learner the identity, i.e. the learner's output ``A = Q^T Q`` supplied
-    to the head; ``W = I``, ``b = -1``, ``P = 1``, ``a = I``, ``b_a = 0``) on the three rows
-    of the Lean counterexample, ``q = (1,0),(0,1),(0,1)``, ``k = (0,1),0,0``, ``v = 1,0,0``.
+def test_paper_head_fails_on_the_lean_counterexample(impl, case):
+    """``prefix_consistency_head_fails`` and ``prefix_consistency_fails_of_metric``: the
+    paper's head with LayerNorm and learner the identity (the learner's output
+    ``A = Q^T Q`` supplied to the head), ``W = I``, ``a = I``, ``b_a = 0`` and either
+    ``b = -1, P = 1`` (the theorem's parameters) or ``b = 0, P = 2`` (a power-law metric),
+    on the three rows of the Lean counterexample, ``q = (1,0),(0,1),(0,1)``,
+    ``k = (0,1),0,0``, ``v = 1,0,0``.
 
-    Oracle (closed form, float64, independent of both implementations): ``G_11 =
-    iSwiGLU(D_11 - 1) + eps`` is ``sigma(1) + eps`` on the full call (``D_11 = 2``) and
-    ``eps`` on the prefix (``D_11 = 1``); row 1 is ``e^{tau G_11} / (e^{tau G_11} + 1)``
-    with ``tau = 1/sqrt(2)``: about 0.6283 against 0.5. Tolerance: ``attention_bound`` of
-    each call (the rows are compared with the oracle, then with each other).
+    Oracle (closed form, float64, independent of both implementations): ``D_11`` is 2 on
+    the full call and 1 on the prefix; ``G_11`` follows from it by the formula of the
+    case, and row 1 is ``e^{tau G_11} / (e^{tau G_11} + 1)`` with ``tau = 1/sqrt(2)``.
+    Tolerance: ``attention_bound`` of each call (the rows are compared with the oracle,
+    then with each other), and 8 units of rounding of ``G_11`` for the metric.
     """
-    import math
-
     from pyverify.reference.params import PLGAParams
 
+    b, power, g11_of = CEX_HEADS[case]
     dk = 2
     q = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     k = np.array([[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
@@ -144,8 +162,8 @@ def test_paper_head_fails_on_the_lean_counterexample(impl):
         ln0_beta=np.zeros(dk),
         reslayers=[],
         W=np.eye(dk),
-        b=-np.ones((dk, dk)),
-        P=np.ones((dk, dk)),
+        b=b * np.ones((dk, dk)),
+        P=power * np.ones((dk, dk)),
         a=np.eye(dk),
         b_a=np.zeros((dk, dk)),
     )
@@ -155,8 +173,7 @@ def test_paper_head_fails_on_the_lean_counterexample(impl):
     for rows, d11 in ((3, 2.0), (2, 1.0)):
         qs, ks, vs = q[:rows], k[:rows], v[:rows]
         got = impl.plga(qs, ks, vs, params, A=qs.T @ qs)
-        u = d11 - 1.0
-        g11 = u * u / (1 + math.exp(-u)) + eps
+        g11 = g11_of(d11, eps)
         want = math.exp(tau * g11) / (math.exp(tau * g11) + 1)
         tol = attention_bound(impl, qs, got.G, ks, vs)
         assert abs(float(got.G[1, 1]) - g11) <= 8 * (impl.u_io + impl.u_compute) * (g11 + 1)

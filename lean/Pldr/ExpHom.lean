@@ -19,14 +19,18 @@ and these need not be the same type. This file separates them.
   theorems follow (`softmax_shift_of_hom`, `softmax_simplex_eq_iff_of_hom`).
 * `[softmax_shift]` `softmax_shift_hom`; `[softmax_simplex]` `softmax_simplex_hom`,
   `softmax_simplex_eq_iff_hom`; `[score_perturbation]` `score_perturbation_softmax_hom`
-  (for a monotone `exp`); `[prefix_consistency]` `prefix_consistency_fails_hom` (the
-  Gram-metric head with `Φ = id` on the counterexample inputs, for an injective `exp`).
+  (for a monotone `exp`); `[prefix_consistency]` `prefix_consistency_fails_of_metric_hom`
+  (the Gram-metric head `G = Φ(Qᵀ Q)` for any `Φ` that separates the two calls' scaled
+  entry `(1,1)`, for an injective `exp`) and its case `Φ = id`,
+  `prefix_consistency_fails_hom`.
 * The genuine model `pow2 : ExpHom Int Rat`, `n ↦ 2ⁿ` (softmax with base 2): injective
   and strictly monotone (`pow2_injective`, `pow2_mono`), and every theorem above that
   assumes injectivity or monotonicity instantiated on it with kernel-checked rational
   values (`softmax_simplex_pow2`: two rows that differ; `score_perturbation_pow2`: a
   weight kept within its factor and the argmax kept; `prefix_consistency_fails_pow2`:
-  row 1 is `4/5` on the full call and `2/3` on the prefix).
+  row 1 is `4/5` on the full call and `2/3` on the prefix;
+  `prefix_consistency_fails_of_metric_pow2`: the power-law metric `(Qᵀ Q)^{∘2}`, row 1
+  `16/17` against `2/3`).
 
 There are no unproved assumptions.
 -/
@@ -302,6 +306,36 @@ theorem hcex_gram :
   simp (config := { decide := true }) [hcexQ]
   grind
 
+/-- [prefix_consistency] Two carriers, any metric map `Φ` (Prop. 4.4's failure for the
+Gram-generated metric): if the scaled metric entries `τ · Φ(Qᵀ Q)₁₁` of the call on the
+three counterexample rows and of the call on its first two differ, then for every
+injective exponential `exp : R → F` row 1 of the two calls differs.
+`prefix_consistency_fails_of_metric` is the case `R = F` (over `ℝ`). -/
+theorem prefix_consistency_fails_of_metric_hom (E : ExpHom R F)
+    (hinj : ∀ a b, E.exp a = E.exp b → a = b) (τ : R) (Φ : Mat R 2 2 → Mat R 2 2)
+    (hΦ : τ * Φ (hcexQᵀ ⬝ hcexQ) 1 1 ≠ τ * Φ ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ) 1 1) :
+    takeRowsH (hplgaHeadWith E τ Φ hcexQ hcexK hcexV) ≠
+      hplgaHeadWith E τ Φ (takeRowsH hcexQ) (takeRowsH hcexK) (takeRowsH hcexV) := by
+  intro h
+  have h1 := congrFun (congrFun h 1) 0
+  change hcausalAttend E τ hcexQ (Φ (hcexQᵀ ⬝ hcexQ)) hcexK hcexV 1 0 =
+    hcausalAttend E τ (takeRowsH hcexQ) (Φ ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ))
+      (takeRowsH hcexK) (takeRowsH hcexV) 1 0 at h1
+  rw [hcex_full, hcex_prefix] at h1
+  generalize τ * Φ (hcexQᵀ ⬝ hcexQ) 1 1 = x at h1 hΦ
+  generalize τ * Φ ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ) 1 1 = y at h1 hΦ
+  have a := E.exp_pos x
+  have b := E.exp_pos y
+  have c := E.exp_pos 0
+  have key : E.exp x = E.exp y := by
+    have d1 : E.exp x + E.exp 0 ≠ 0 := by grind
+    have d2 : E.exp y + E.exp 0 ≠ 0 := by grind
+    have hc : E.exp 0 ≠ 0 := by grind
+    have : E.exp x * (E.exp y + E.exp 0) = E.exp y * (E.exp x + E.exp 0) := by grind
+    have : (E.exp x - E.exp y) * E.exp 0 = 0 := by grind
+    grind
+  exact hΦ (hinj _ _ key)
+
 /-- [prefix_consistency] Two carriers: the head `G = Qᵀ Q` (`Φ = id`) is not
 prefix-consistent. On the counterexample inputs, for every injective exponential
 `exp : R → F` and every scale `τ ≠ 0`, row 1 of the call on three rows differs from row 1
@@ -311,24 +345,9 @@ theorem prefix_consistency_fails_hom (E : ExpHom R F)
     takeRowsH (hplgaHeadWith E τ (fun D => D) hcexQ hcexK hcexV) ≠
       hplgaHeadWith E τ (fun D => D) (takeRowsH hcexQ) (takeRowsH hcexK)
         (takeRowsH hcexV) := by
-  intro h
-  have h1 := congrFun (congrFun h 1) 0
-  change hcausalAttend E τ hcexQ (hcexQᵀ ⬝ hcexQ) hcexK hcexV 1 0 =
-    hcausalAttend E τ (takeRowsH hcexQ) ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ)
-      (takeRowsH hcexK) (takeRowsH hcexV) 1 0 at h1
-  rw [hcex_full, hcex_prefix, hcex_gram.1, hcex_gram.2] at h1
-  have a := E.exp_pos (τ * 2)
-  have b := E.exp_pos (τ * 1)
-  have c := E.exp_pos 0
-  have key : E.exp (τ * 2) = E.exp (τ * 1) := by
-    have d1 : E.exp (τ * 2) + E.exp 0 ≠ 0 := by grind
-    have d2 : E.exp (τ * 1) + E.exp 0 ≠ 0 := by grind
-    have hc : E.exp 0 ≠ 0 := by grind
-    have : E.exp (τ * 2) * (E.exp (τ * 1) + E.exp 0) =
-        E.exp (τ * 1) * (E.exp (τ * 2) + E.exp 0) := by grind
-    have : (E.exp (τ * 2) - E.exp (τ * 1)) * E.exp 0 = 0 := by grind
-    grind
-  have := hinj _ _ key
+  refine prefix_consistency_fails_of_metric_hom E hinj τ (fun D => D) ?_
+  show τ * (hcexQᵀ ⬝ hcexQ) 1 1 ≠ τ * ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ) 1 1
+  rw [hcex_gram.1, hcex_gram.2]
   grind
 
 end Generic
@@ -542,6 +561,32 @@ theorem prefix_consistency_fails_pow2 :
   refine ⟨prefix_consistency_fails_hom pow2.toExpHom pow2_injective 1 (by decide), ?_, ?_⟩
   · rw [hcex_full, hcex_gram.1]; simp only [pow2]; decide +kernel
   · rw [hcex_prefix, hcex_gram.2]; simp only [pow2]; decide +kernel
+
+/-- The entrywise square `D ↦ D ∘ D`: the paper's power law `A^{∘P}` at `P = 2`, over the
+integer scores of the genuine model. -/
+@[expose] def hadamardSq (D : Mat Int 2 2) : Mat Int 2 2 := fun i j => D i j * D i j
+
+/-- [prefix_consistency] `prefix_consistency_fails_of_metric_hom` on the genuine model
+(`exp = 2ⁿ`, `τ = 1`) with the power-law metric `G = (Qᵀ Q)^{∘2}`: the metric entry is
+`4` on the full call and `1` on the prefix, and row 1 is `16/17` on the full call and
+`2/3` on the prefix (kernel-checked). -/
+theorem prefix_consistency_fails_of_metric_pow2 :
+    takeRowsH (hplgaHeadWith pow2.toExpHom 1 hadamardSq hcexQ hcexK (hcexV (F := Rat))) ≠
+        hplgaHeadWith pow2.toExpHom 1 hadamardSq (takeRowsH hcexQ) (takeRowsH hcexK)
+          (takeRowsH hcexV) ∧
+      hcausalAttend pow2.toExpHom 1 hcexQ (hadamardSq (hcexQᵀ ⬝ hcexQ)) hcexK
+          (hcexV (F := Rat)) 1 0 = 16 / 17 ∧
+      hcausalAttend pow2.toExpHom 1 (takeRowsH hcexQ)
+          (hadamardSq ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ)) (takeRowsH hcexK)
+          (takeRowsH (hcexV (F := Rat))) 1 0 = 2 / 3 := by
+  have e1 : hadamardSq (hcexQᵀ ⬝ hcexQ) 1 1 = 4 := by
+    simp only [hadamardSq]; rw [hcex_gram.1]; decide
+  have e2 : hadamardSq ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ) 1 1 = 1 := by
+    simp only [hadamardSq]; rw [hcex_gram.2]; decide
+  refine ⟨prefix_consistency_fails_of_metric_hom pow2.toExpHom pow2_injective 1 hadamardSq
+    (by rw [e1, e2]; decide), ?_, ?_⟩
+  · rw [hcex_full, e1]; simp only [pow2]; decide +kernel
+  · rw [hcex_prefix, e2]; simp only [pow2]; decide +kernel
 
 end Pldr
 

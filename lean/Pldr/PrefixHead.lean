@@ -28,8 +28,9 @@ learner (chosen as the identity, which the theorem's parameters are free to be).
 single-carrier exponential over `Rat` is injective (every one is `≡ 1`:
 `ExpMap.eq_one_of_rat`, `ExpMap.not_injective_rat` in `Pldr.ExpRat`), so this statement
 has no instance in core Lean; its genuine instance is `Real.exp`, outside core Lean. The
-base-2 softmax `Int → Rat` of `Pldr.ExpHom` gives a two-carrier prefix failure instead
-(`prefix_consistency_fails_pow2`). There are no unproved assumptions.
+base-2 softmax `Int → Rat` of `Pldr.ExpHom` gives two-carrier prefix failures instead,
+for a Gram metric and for a power-law one (`prefix_consistency_fails_pow2`,
+`prefix_consistency_fails_of_metric_pow2`). There are no unproved assumptions.
 -/
 
 public noncomputable section
