@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from pyverify.errors import InputValueError
-from pyverify.kernels.validation import compute_dtype
+from pyverify.kernels.validation import row_norm_max
 
 __all__ = ["DecoderCache", "LayerCache"]
 
@@ -48,7 +48,7 @@ class LayerCache:
         per step); :meth:`truncate` leaves it, which keeps it an upper bound.
         """
         if self.k_norm_bound is None:
-            self.k_norm_bound = _row_norm_max(self.k)
+            self.k_norm_bound = row_norm_max(self.k)
         return self.k_norm_bound
 
     def _is_prefix_of_buffer(self) -> bool:
@@ -84,19 +84,11 @@ class LayerCache:
         vb[:, :, L : L + n] = v_new
         self.k, self.v = kb[:, :, : L + n], vb[:, :, : L + n]
         if self.k_norm_bound is not None:
-            self.k_norm_bound = torch.maximum(self.k_norm_bound, _row_norm_max(k_new))
+            self.k_norm_bound = torch.maximum(self.k_norm_bound, row_norm_max(k_new))
 
     def truncate(self, length: int) -> None:
         """Keep the first ``length`` positions (the buffers are kept for reuse)."""
         self.k, self.v = self.k[:, :, :length], self.v[:, :, :length]
-
-
-def _row_norm_max(k: torch.Tensor) -> torch.Tensor:
-    """``max_j |k_j|`` over the rows of (B, H, S, d) in the compute dtype (0 for no rows)."""
-    cdt = compute_dtype(k.dtype)
-    if k.shape[2] == 0:
-        return k.new_zeros(k.shape[:2], dtype=cdt)
-    return torch.linalg.vector_norm(k, dim=-1, dtype=cdt).amax(dim=-1)
 
 
 @dataclass

@@ -324,12 +324,14 @@ def sdpa_qg(
     causal: bool = True,
     precision: Precision = "compensated",
     check_scores: bool = False,
+    key_norm: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``softmax(Q G K^T / sqrt(dk) + mask) V`` with one SDPA call (no shape checks).
 
     Arguments and result as in :func:`attend`, except that ``G`` must already be
     4-D, broadcastable to (B, H, dk, dk); ``check_scores``: ``check_score_range``
-    on what SDPA receives. float32/float64: SDPA on ``Q G``.
+    on what SDPA receives, with ``key_norm`` (an upper bound of ``max_j |k_j|`` per
+    (B, H)) in place of reading ``k`` when given. float32/float64: SDPA on ``Q G``.
     bfloat16/float16, two precisions:
 
     * ``"rounded"``: ``Q G`` is formed in float32 and rounded once to the input
@@ -348,15 +350,15 @@ def sdpa_qg(
     if q.dtype in (torch.float64, torch.float32) or precision == "rounded":
         qg = rotate_query(q, G)
         if check_scores:
-            check_score_range(qg, k)
+            check_score_range(qg, k, k_norm=key_norm)
         return sdpa(qg, k, v, causal=causal)
     dk = q.shape[-1]
     hi, lo = split_query_product(q, G)
     if q.dtype == torch.float16:
         check_finite(hi, "Q G")
     qg2, k2 = torch.cat((hi, lo), dim=-1), torch.cat((k, k), dim=-1)
-    if check_scores:
-        check_score_range(qg2, k2)
+    if check_scores:  # |[k, k]| = sqrt(2) |k|
+        check_score_range(qg2, k2, k_norm=None if key_norm is None else key_norm * 2**0.5)
     return sdpa(qg2, k2, v, causal=causal, scale=dk**-0.5)
 
 
@@ -447,6 +449,7 @@ def plga_attention(
     return_deductive: bool = False,
     check_finite: bool = True,
     precision: Precision = "compensated",
+    key_norm: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, Deductive]:
     """Batched multi-head PLGA.
 
@@ -482,6 +485,11 @@ def plga_attention(
     precision : {"compensated", "rounded"}, default "compensated"
         bfloat16/float16 only: how ``Q G`` enters SDPA (see :func:`sdpa_qg`);
         the default keeps the error at the level of plain SDPA.
+    key_norm : torch.Tensor, optional
+        An upper bound of ``max_j |k_j|`` per (B, H), e.g.
+        :meth:`~pyverify.kernels.cache.LayerCache.key_norm_bound`. When given, the
+        ``[scores]`` check runs even with ``check_finite=False`` and uses the bound
+        instead of reading ``k`` (a decode step over a long cache).
 
     Returns
     -------
@@ -508,5 +516,14 @@ def plga_attention(
             G4 = ded.G
     if check_finite:
         check_inputs_finite(("q", q), ("k", k), ("v", v), ("G", G), ("A", A))
-    out = sdpa_qg(q, k, v, G4, causal=causal, precision=precision, check_scores=check_finite)
+    out = sdpa_qg(
+        q,
+        k,
+        v,
+        G4,
+        causal=causal,
+        precision=precision,
+        check_scores=check_finite or key_norm is not None,
+        key_norm=key_norm,
+    )
     return (out, ded) if return_deductive else out

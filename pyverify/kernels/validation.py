@@ -38,6 +38,7 @@ __all__ = [
     "check_type",
     "compute_dtype",
     "explain_nonfinite",
+    "row_norm_max",
     "validate_reference_decoder",
     "validate_reference_head",
 ]
@@ -231,6 +232,14 @@ def check_finite(x: torch.Tensor, stage: str, *, power_law: bool = True) -> torc
     return x
 
 
+def row_norm_max(x: torch.Tensor) -> torch.Tensor:
+    """``max_i |x_i|`` over the rows of (..., S, d), in ``compute_dtype`` (0 for no rows)."""
+    cdt = compute_dtype(x.dtype)
+    if x.shape[-2] == 0:
+        return x.new_zeros(x.shape[:-2], dtype=cdt)
+    return torch.linalg.vector_norm(x, dim=-1, dtype=cdt).amax(dim=-1)
+
+
 def check_score_range(
     q: torch.Tensor, k: torch.Tensor, *, k_norm: torch.Tensor | None = None
 ) -> None:
@@ -255,11 +264,8 @@ def check_score_range(
     """
     cdt = compute_dtype(q.dtype)
     limit = torch.finfo(cdt).max / 4
-    qn = torch.linalg.vector_norm(q, dim=-1, dtype=cdt).amax(dim=-1)
-    if k_norm is None:
-        kn = torch.linalg.vector_norm(k, dim=-1, dtype=cdt).amax(dim=-1)
-    else:
-        kn = k_norm.to(cdt)
+    qn = row_norm_max(q)
+    kn = row_norm_max(k) if k_norm is None else k_norm.to(cdt)
     if bool((qn * kn <= limit).all()):  # an inf or NaN bound fails here
         return
     q64, k64 = q.double(), k.double()

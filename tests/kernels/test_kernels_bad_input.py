@@ -16,6 +16,7 @@ import torch
 
 import pyverify.kernels as kern
 from pyverify.kernels.model import from_reference as decoder_from_reference
+from pyverify.kernels.validation import row_norm_max
 from pyverify.reference import Decoder, PLGAParams
 
 H, DK, S = 2, 4, 5
@@ -165,6 +166,10 @@ def test_finite_inputs_whose_scores_overflow_raise(dtype, size):
         "attend": lambda: kern.attend(e0, e0, v, eye),
         "collapsed": lambda: kern.collapsed_attention(e0, e0, v, eye),
         "plga G-cached": lambda: kern.plga_attention(e0, e0, v, None, G=eye),
+        # a decode step's form: no input check, the keys' norm bound given instead
+        "plga key_norm": lambda: kern.plga_attention(
+            e0, e0, v, None, G=eye, check_finite=False, key_norm=row_norm_max(e0)
+        ),
     }
     for name, call in calls.items():
         with pytest.raises(kern.NonFiniteStageError, match=r"^\[scores\] a score reaches"):
@@ -175,6 +180,9 @@ def test_finite_inputs_whose_scores_overflow_raise(dtype, size):
     e1 = torch.zeros_like(e0)
     e1[..., 1] = size
     out = kern.attend(e0, e1, v, eye).double()
+    # the same with the (true) keys' norm bound: the exact path decides, no error
+    with_bound = kern.plga_attention(e0, e1, v, None, G=eye, key_norm=row_norm_max(e1))
+    assert torch.equal(with_bound.double(), out)
     mean = v.double().cumsum(-2) / torch.arange(1, S + 1, dtype=torch.float64)[:, None]
     # bfloat16 output: one rounding of the result plus float32 accumulation, u = 2^-8
     tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2**-7}[dtype]
