@@ -74,6 +74,18 @@ variable {α : Type u} [Field α] [LE α] [LT α] [Std.LawfulOrderLT α] [Std.Is
 theorem ExpMap.exp_ne_zero (E : ExpMap α) (a : α) : E.exp a ≠ 0 := by
   have := E.exp_pos a; grind
 
+/-- A two-position softmax weight with a common positive second term determines the first
+term: `x / (x + c) = y / (y + c)` with `x, y, c > 0` forces `x = y` (the step of every
+prefix counterexample: equal rows force equal exponentials). -/
+theorem eq_of_div_add_eq_div_add {x y c : α} (hx : 0 < x) (hy : 0 < y) (hc : 0 < c)
+    (h : x / (x + c) = y / (y + c)) : x = y := by
+  have d1 : x + c ≠ 0 := by grind
+  have d2 : y + c ≠ 0 := by grind
+  have hc' : c ≠ 0 := by grind
+  have : x * (y + c) = y * (x + c) := by grind
+  have : (x - y) * c = 0 := by grind
+  grind
+
 /-! ### Softmax and row normalisers -/
 
 /-- Softmax of the row `x` restricted to the entries where `mask` is `true`:

@@ -324,17 +324,7 @@ theorem prefix_consistency_fails_of_metric_hom (E : ExpHom R F)
   rw [hcex_full, hcex_prefix] at h1
   generalize τ * Φ (hcexQᵀ ⬝ hcexQ) 1 1 = x at h1 hΦ
   generalize τ * Φ ((takeRowsH hcexQ)ᵀ ⬝ takeRowsH hcexQ) 1 1 = y at h1 hΦ
-  have a := E.exp_pos x
-  have b := E.exp_pos y
-  have c := E.exp_pos 0
-  have key : E.exp x = E.exp y := by
-    have d1 : E.exp x + E.exp 0 ≠ 0 := by grind
-    have d2 : E.exp y + E.exp 0 ≠ 0 := by grind
-    have hc : E.exp 0 ≠ 0 := by grind
-    have : E.exp x * (E.exp y + E.exp 0) = E.exp y * (E.exp x + E.exp 0) := by grind
-    have : (E.exp x - E.exp y) * E.exp 0 = 0 := by grind
-    grind
-  exact hΦ (hinj _ _ key)
+  exact hΦ (hinj _ _ (eq_of_div_add_eq_div_add (E.exp_pos x) (E.exp_pos y) (E.exp_pos 0) h1))
 
 /-- [prefix_consistency] Two carriers: the head `G = Qᵀ Q` (`Φ = id`) is not
 prefix-consistent. On the counterexample inputs, for every injective exponential

@@ -189,17 +189,7 @@ theorem prefix_consistency_fails (E : ExpMap α) (hinj : ∀ a b, E.exp a = E.ex
   obtain ⟨f0, f1⟩ := cex_scores_full τ
   obtain ⟨p0, p1⟩ := cex_scores_prefix τ
   rw [f0, f1, p0, p1] at h1
-  have a := E.exp_pos (τ * 2)
-  have b := E.exp_pos τ
-  have c := E.exp_pos 0
-  have key : E.exp (τ * 2) = E.exp τ := by
-    have d1 : E.exp (τ * 2) + E.exp 0 ≠ 0 := by grind
-    have d2 : E.exp τ + E.exp 0 ≠ 0 := by grind
-    have hc : E.exp 0 ≠ 0 := by grind
-    have : E.exp (τ * 2) * (E.exp τ + E.exp 0) = E.exp τ * (E.exp (τ * 2) + E.exp 0) := by
-      grind
-    have : (E.exp (τ * 2) - E.exp τ) * E.exp 0 = 0 := by grind
-    grind
+  have key := eq_of_div_add_eq_div_add (E.exp_pos (τ * 2)) (E.exp_pos τ) (E.exp_pos 0) h1
   have := hinj _ _ key
   grind
 

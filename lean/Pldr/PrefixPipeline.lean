@@ -98,15 +98,7 @@ theorem prefix_consistency_fails_of_metric (E : ExpMap α)
   rw [f0, f1, p0, p1] at h1
   generalize ha : τ * Φ (gram cexQ) 1 1 = a at h1
   generalize hb : τ * Φ (gram (takeRows cexQ)) 1 1 = b at h1
-  have pa := E.exp_pos a
-  have pb := E.exp_pos b
-  have c := E.exp_pos 0
-  have key : E.exp a = E.exp b := by
-    have d1 : E.exp a + E.exp 0 ≠ 0 := by grind
-    have d2 : E.exp b + E.exp 0 ≠ 0 := by grind
-    have : E.exp a * (E.exp b + E.exp 0) = E.exp b * (E.exp a + E.exp 0) := by grind
-    have : (E.exp a - E.exp b) * E.exp 0 = 0 := by grind
-    grind
+  have key := eq_of_div_add_eq_div_add (E.exp_pos a) (E.exp_pos b) (E.exp_pos 0) h1
   have hab := hinj _ _ key
   apply hΦ
   have : τ * (Φ (gram cexQ) 1 1 - Φ (gram (takeRows cexQ)) 1 1) = 0 := by grind
