@@ -225,13 +225,13 @@ def _setup_locked(home: Path, progress: Progress | None) -> WasmToolchain:
         lib_marker.write_text(lib_digest + "\n")
 
     if not (tc.lean_js.exists() and is_patched(tc.lean_js)):
-        _say(progress, "memoising dlsym in lean.js ...")
+        _say(progress, "patching lean.js (dlsym look-ups, worker pool, export copies) ...")
         try:
             patch_file(lean_dir / "lean.js", tc.lean_js)
         except PatchError as exc:
             raise ToolchainError(str(exc)) from exc
 
-    _say(progress, "verifying: compiling a tiny file (~20 s) ...")
+    _say(progress, "verifying: compiling a tiny file ...")
     smoke = home / "smoke"
     shutil.rmtree(smoke, ignore_errors=True)
     smoke.mkdir()
