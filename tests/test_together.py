@@ -51,33 +51,3 @@ def test_an_empty_command_is_a_one_line_error():
     )
     assert out.returncode != 0
     assert "empty command" in out.stderr and "Traceback" not in out.stderr
-
-
-def test_a_lane_runs_its_commands_in_order_and_stops_at_a_failure():
-    # lane 1: a, then b (after a ended), then a failure, then c (never runs); the held
-    # lane runs beside it to its end
-    first = [
-        *_py("import time; time.sleep(0.5); print('a', flush=True)"),
-        "&&",
-        *_py("print('b', flush=True)"),
-        "&&",
-        *_py("import sys; sys.exit(4)"),
-        "&&",
-        *_py("print('c', flush=True)"),
-    ]
-    held = _py("import time; time.sleep(0.2); print('h', flush=True)")
-    out = _run(first, held)
-    assert out.returncode == 4, out.stdout + out.stderr
-    lines = out.stdout.splitlines()
-    assert lines.index("a") < lines.index("b") < lines.index("h")
-    assert "c" not in lines
-    assert sum(line.startswith("together: exit ") for line in lines) == 4
-    assert any(line.startswith("together: not run") and "print('c'" in line for line in lines)
-
-
-def test_an_empty_command_in_a_chain_is_a_one_line_error():
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "true", "&&"], capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode != 0
-    assert "empty command" in out.stderr and "Traceback" not in out.stderr
