@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from pyverify.lean.patch import PatchError, is_patched, patch_file
+from pyverify.lean.patch import PatchError, is_patched, patch_file, patch_wasm_file
 from pyverify.lean.toolchain import (
     LEAN_FILES_SHA256,
     LEAN_PIN,
@@ -224,9 +224,10 @@ def _setup_locked(home: Path, progress: Progress | None) -> WasmToolchain:
         _extract(lean_dir / "lean-lib.tar.gz", tc.lib)
         lib_marker.write_text(lib_digest + "\n")
 
-    if not (tc.lean_js.exists() and is_patched(tc.lean_js)):
-        _say(progress, "patching lean.js (dlsym look-ups, worker pool, export copies) ...")
+    if not (tc.lean_js.exists() and is_patched(tc.lean_js) and tc.lean_wasm.exists()):
+        _say(progress, "patching lean.js and lean.wasm (pyverify/lean/patch.py) ...")
         try:
+            patch_wasm_file(lean_dir / "lean.wasm", tc.lean_wasm)
             patch_file(lean_dir / "lean.js", tc.lean_js)
         except PatchError as exc:
             raise ToolchainError(str(exc)) from exc
@@ -247,6 +248,7 @@ def _setup_locked(home: Path, progress: Progress | None) -> WasmToolchain:
         "lean": WASM_LEAN_VERSION,
         "packages": {p.spec: p.integrity for p in (LEAN_PIN, NODE_PIN)},
         "lean_js_patched_sha256": sha256_file(tc.lean_js),
+        "lean_wasm_patched_sha256": sha256_file(tc.lean_wasm),
     }
     (home / STAMP).write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
     _say(progress, f"Lean toolchain ready in {home}")
@@ -283,10 +285,11 @@ def cached_sha256(path: Path, cache_file: Path) -> str:
 def installed_wasm(home: Path | None = None, *, strict: bool = False) -> WasmToolchain | None:
     """Return the installed WebAssembly toolchain, or ``None`` when not (fully) installed.
 
-    Files are checked against their recorded SHA-256 (``lean.wasm`` pinned,
-    the patched ``lean.js`` from the stamp), each digest cached by size and
-    mtime so the check stays cheap. A stamp whose files are missing or altered
-    counts as not installed, or, with ``strict``, raises.
+    The patched ``lean.js`` and ``lean.wasm`` are checked against the SHA-256
+    the stamp recorded, each digest cached by size and mtime so the check stays
+    cheap. A stamp whose files are missing or altered counts as not installed,
+    or, with ``strict``, raises; an install by an older version (older patches)
+    counts as not installed, so that setup redoes the patched copies.
 
     Raises
     ------
@@ -302,9 +305,11 @@ def installed_wasm(home: Path | None = None, *, strict: bool = False) -> WasmToo
     damaged = ""
     try:
         stamp = json.loads(stamp_path.read_text())
+        if "lean_wasm_patched_sha256" not in stamp:  # installed by an older pyverify
+            return None
         expected = {
             tc.lean_js: stamp.get("lean_js_patched_sha256"),
-            home / "lean" / "lean.wasm": LEAN_FILES_SHA256["lean.wasm"],
+            tc.lean_wasm: stamp.get("lean_wasm_patched_sha256"),
         }
         for path in (tc.node, tc.lib / ".pyverify-complete", *expected):
             if not path.is_file():

@@ -1,7 +1,9 @@
-"""The installed copy of the WebAssembly ``lean.js``: what it changes, and why.
+"""The installed copies of the WebAssembly ``lean.js`` and ``lean.wasm``: what changes, and why.
 
-Every change is an exact text replaced once (the patch refuses a file where a
-text is missing or repeated), applied only to the pinned ``lean.js``:
+Each change to ``lean.js`` is an exact text replaced once (the patch refuses a
+file where a text is missing or repeated); the change to ``lean.wasm`` is two
+8-byte constants at the two sites of a byte pattern. Both apply only to the
+pinned files (checked by SHA-256).
 
 * **dlsym** — stock ``lean.js`` calls ``Object.keys`` on an export object of
   about 200,000 entries for every symbol it resolves (~140 s per ``lean``
@@ -25,6 +27,15 @@ text is missing or repeated), applied only to the pinned ``lean.js``:
   so every thread still agrees on each function's index.
 * **symbol merge** — ``mergeLibSymbols`` allocated a closure per export; the
   same loop without it.
+* **proxy latency** (in ``lean.wasm``) — file system calls of the worker thread run
+  on the main thread, which waits for Lean in slices of 1 ms and looks at the
+  proxied calls only between slices, so each of the ~4,000 file operations of an
+  import waited ~1 ms. The slice is :data:`SLICE_MS` in the patched copy
+  ``lean.patched.wasm`` (:func:`patch_wasm_bytes`); ``lean.js`` loads that copy.
+* **worker start** — the pool's worker was sent the compiled module only after the
+  main thread had linked it, and the main thread then waited while the worker linked
+  its own copy. The worker is sent the module as soon as it is compiled, so the two
+  link at the same time; the main thread still waits for the worker before ``main``.
 
 Measured per ``lean`` call on a one-theorem file (2-core machine, quiet): 6.1 s
 of CPU and 620,000 page faults with the first two changes, 3.0 s and 240,000
@@ -34,6 +45,7 @@ with all five.
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 
 from pyverify.paths import sha256_file
@@ -45,8 +57,18 @@ POOL_SIZE = 1
 #: ``lean --threads`` that goes with the pool.
 LEAN_THREADS = 1
 
+#: The pinned ``lean.wasm`` the binary patch is written for.
+WASM_SHA256 = "7ba15bd90d4ab6d8344a9662d6fd190f8326c9b6a79bbd935ef26c4063dbba02"
+#: Milliseconds the main thread waits for Lean between looks at proxied calls (stock: 1).
+SLICE_MS = 0.1
+#: ``f64.const 1; f64.const 100`` then ``local.get n; select``: musl's
+#: ``is_runtime_thread ? 1 : 100`` in ``__timedwait_cp`` and ``__wait``.
+_SLICES = struct.pack("<BdBd", 0x44, 1.0, 0x44, 100.0)
+_LOCAL_GET, _SELECT = 0x20, 0x1B
+
 #: (original, replacement) pairs, each original occurring exactly once.
 _REPLACEMENTS: tuple[tuple[str, str], ...] = (
+    ('locateFile("lean.wasm")', 'locateFile("lean.patched.wasm")'),
     (
         "newSymIndex=Object.keys(lib.exports).indexOf(symbol);",
         "newSymIndex=__pvIndex(lib.exports,symbol);",
@@ -56,6 +78,16 @@ _REPLACEMENTS: tuple[tuple[str, str], ...] = (
         "var symName=__pvKeyAt(symDict,symbolIndex);",
     ),
     ("var pthreadPoolSize=4;", "var pthreadPoolSize=__pvPool();"),
+    (
+        "function receiveInstance(instance,module){wasmExports=instance.exports;",
+        "function receiveInstance(instance,module){if(!ENVIRONMENT_IS_PTHREAD&&!__pvEarly)"
+        "{wasmModule=module;__pvEarly=PThread.loadWasmModuleToAllWorkers()}"
+        "wasmExports=instance.exports;",
+    ),
+    (
+        "var pthreadPoolReady=PThread.loadWasmModuleToAllWorkers();",
+        "var pthreadPoolReady=__pvEarly||PThread.loadWasmModuleToAllWorkers();",
+    ),
     (
         'GOT[symName]??=new WebAssembly.Global({value:"i32",mutable:true});'
         "GOT[symName].value=newValue}}};",
@@ -81,7 +113,7 @@ _TARGET = re.compile(r"(?<![\w$])([\w$]+)=")
 
 MARKER = "/*pyverify-lean-patch v3*/"
 _PRELUDE = (
-    MARKER + "var __pvCache=new WeakMap();"
+    MARKER + "var __pvCache=new WeakMap();var __pvEarly=null;"
     "function __pvKeys(o,fresh){var e=fresh?undefined:__pvCache.get(o);"
     "if(!e){var k=Object.keys(o),m=new Map();"
     "for(var i=0;i<k.length;i++){if(!m.has(k[i]))m.set(k[i],i)}"
@@ -162,6 +194,56 @@ def patch_text(text: str) -> str:
         _once(text, old)
         text = text.replace(old, new)
     return _PRELUDE + trim_exports(text)
+
+
+def _select_follows(data: bytes, at: int) -> bool:
+    """Whether ``local.get <u32 LEB128>; select`` starts at ``at``."""
+    if data[at] != _LOCAL_GET:
+        return False
+    i = at + 1
+    while data[i] & 0x80:
+        i += 1
+    return data[i + 1] == _SELECT
+
+
+def patch_wasm_bytes(data: bytes) -> bytes:
+    """Return ``data`` with the main thread's wait slice set to :data:`SLICE_MS`.
+
+    Raises
+    ------
+    PatchError
+        Unless the slice pattern occurs exactly twice.
+    """
+    sites = []
+    at = data.find(_SLICES)
+    while at >= 0:
+        if _select_follows(data, at + len(_SLICES)):
+            sites.append(at)
+        at = data.find(_SLICES, at + 1)
+    if len(sites) != 2:
+        raise PatchError(f"expected the wait-slice pattern twice in lean.wasm, found {len(sites)}")
+    out = bytearray(data)
+    for at in sites:
+        out[at + 1 : at + 9] = struct.pack("<d", SLICE_MS)
+    return bytes(out)
+
+
+def patch_wasm_file(original: Path, target: Path) -> None:
+    """Write the patched copy of ``original`` (the pinned ``lean.wasm``) to ``target``.
+
+    Raises
+    ------
+    PatchError
+        If ``original`` does not have the pinned checksum, or its code differs.
+    """
+    digest = sha256_file(original)
+    if digest != WASM_SHA256:
+        raise PatchError(
+            f"{original} has sha256 {digest}, not the pinned {WASM_SHA256}; refusing to patch"
+        )
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_bytes(patch_wasm_bytes(original.read_bytes()))
+    tmp.replace(target)
 
 
 def is_patched(path: Path) -> bool:

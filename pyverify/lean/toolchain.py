@@ -207,6 +207,7 @@ class WasmToolchain(Toolchain):
         self.home = home
         self.node = home / "node" / "bin" / "node"
         self.lean_js = home / "lean" / "lean.patched.js"
+        self.lean_wasm = home / "lean" / "lean.patched.wasm"
         self.lib = home / "lib"
         self.compile_cache = home / "node-compile-cache"
 

@@ -1,4 +1,5 @@
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -8,14 +9,18 @@ from pyverify.lean.patch import (
     _REPLACEMENTS,
     MARKER,
     POOL_SIZE,
+    SLICE_MS,
     PatchError,
     is_patched,
     patch_file,
     patch_text,
+    patch_wasm_bytes,
     trim_exports,
 )
 
-_DLSYM, _KEYAT, _POOLTXT, _GOT, _MERGE = (old for old, _ in _REPLACEMENTS)
+_LOCATE, _DLSYM, _KEYAT, _POOLTXT, _RECEIVE, _POOLREADY, _GOT, _MERGE = (
+    old for old, _ in _REPLACEMENTS
+)
 
 # The shapes of the real lean.js around each patched text (the texts themselves are
 # the exact originals), small enough to run under node.
@@ -31,13 +36,23 @@ EXPORTS = (
     "var after=_lean_main;"
 )
 ORIG = (
-    "var Module={};var a=1;var __dlsym_catchup_js=(h,symbolIndex)=>{var symDict=x;"
+    "var Module={};var a=1;var findWasmBinary=()=>"
+    + _LOCATE
+    + ";var locateFile=f=>f;var __dlsym_catchup_js=(h,symbolIndex)=>{var symDict=x;"
     + _KEYAT
     + "return symName};var __dlsym_js=(h,symbol)=>{var lib=y;var newSymIndex;"
     + _DLSYM
     + "return newSymIndex};var PThread={initMainThread(){"
     + _POOLTXT
     + "while(pthreadPoolSize--){}}};"
+    # the main thread's start-up: instantiate, link (receiveInstance), then preRun
+    + "var ENVIRONMENT_IS_PTHREAD=false;var wasmModule;var wasmExports;var order=[];"
+    + "PThread.loadWasmModuleToAllWorkers=()=>{order.push('load:'+wasmModule);return 'ready'};"
+    + _RECEIVE
+    + "order.push('link');wasmModule=module;return wasmExports}"
+    + "function preRunHook(){"
+    + _POOLREADY
+    + "order.push('await:'+pthreadPoolReady)}"
     + "var addFunction=(f)=>{table.push(f);return table.length};"
     + "var updateGOT=(exports,replace)=>{for(var symName in exports){"
     + "if(isInternalSym(symName)){continue}var value=exports[symName];"
@@ -125,6 +140,14 @@ def test_linker_steps_keep_table_slots_and_imported_entries(tmp_path: Path):
     assert after["got"] == ["imported"]
 
 
+def test_the_worker_is_sent_the_module_before_the_main_thread_links_it(tmp_path: Path):
+    probe = "receiveInstance({exports:{}},'M');preRunHook();console.log(order.join(','));"
+    assert _run_js(tmp_path, ORIG.replace(EXPORTS, "") + probe) == "link,load:M,await:ready"
+    patched = patch_text(ORIG).replace(EXPORTS, "")
+    # sent once, with the module, before the link; preRun waits for that same load
+    assert _run_js(tmp_path, patched + probe) == "load:M,link,await:ready"
+
+
 def test_trim_exports_keeps_what_the_file_uses(tmp_path: Path):
     out = trim_exports(EXPORTS)
     assert out.startswith("var _malloc,_lean_main,wasmTable;")
@@ -155,3 +178,27 @@ def test_patch_file_checks_checksum(tmp_path: Path):
         patch_file(src, tmp_path / "out.js")
     assert not (tmp_path / "out.js").exists()
     assert not is_patched(src)
+
+
+def _f64(x: float) -> bytes:
+    return b"\x44" + struct.pack("<d", x)
+
+
+def test_wasm_patch_sets_the_main_thread_slice_where_musl_selects_it():
+    select = _f64(1.0) + _f64(100.0) + b"\x20\x87\x01\x1b"  # local.get 135; select
+    other = _f64(1.0) + _f64(100.0) + b"\x21\x02\x1b"  # local.set: not the pattern
+    data = b"\x00" * 7 + select + other + b"\x01" * 3 + select
+    out = patch_wasm_bytes(data)
+    want = _f64(SLICE_MS) + _f64(100.0) + b"\x20\x87\x01\x1b"
+    assert out == b"\x00" * 7 + want + other + b"\x01" * 3 + want
+    assert len(out) == len(data) and SLICE_MS < 1.0
+    with pytest.raises(PatchError, match=r"twice in lean\.wasm, found 1"):
+        patch_wasm_bytes(select + other)
+    with pytest.raises(PatchError, match="found 3"):
+        patch_wasm_bytes(select * 3)
+
+
+def test_patched_js_loads_the_patched_wasm(tmp_path: Path):
+    assert _run_js(tmp_path, patch_text(ORIG) + "console.log(findWasmBinary());") == (
+        "lean.patched.wasm"
+    )

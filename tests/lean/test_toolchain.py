@@ -120,43 +120,52 @@ def test_npm_that_never_answers_times_out(monkeypatch, tmp_path):
     assert "\n" not in str(info.value)
 
 
+def _stamp(home: Path) -> dict[str, str]:
+    lean = home / "lean"
+    return {
+        "lean_js_patched_sha256": tcmod.sha256_file(lean / "lean.patched.js"),
+        "lean_wasm_patched_sha256": tcmod.sha256_file(lean / "lean.patched.wasm"),
+    }
+
+
 def _fake_install(home: Path) -> None:
-    """Files in place with the stamp recording their digests (lean.wasm: the pinned one)."""
+    """Files in place with the stamp recording the digests of the patched copies."""
     (home / "node" / "bin").mkdir(parents=True)
     (home / "node" / "bin" / "node").write_text("node")
     (home / "lib").mkdir()
     (home / "lib" / ".pyverify-complete").write_text("x")
     (home / "lean").mkdir()
     (home / "lean" / "lean.patched.js").write_text(MARKER + "js")
-    (home / "lean" / "lean.wasm").write_text("wasm")
-    stamp = {"lean_js_patched_sha256": tcmod.sha256_file(home / "lean" / "lean.patched.js")}
-    (home / "toolchain.json").write_text(json.dumps(stamp))
+    (home / "lean" / "lean.patched.wasm").write_text("wasm")
+    (home / "toolchain.json").write_text(json.dumps(_stamp(home)))
 
 
-def test_an_older_patch_counts_as_not_installed(monkeypatch, tmp_path):
-    """A copy of ``lean.js`` patched by an earlier version (no pool sizing) is redone by setup."""
+def test_an_older_patch_counts_as_not_installed(tmp_path):
+    """Copies patched by an earlier version are redone by setup, not called damaged."""
     _fake_install(tmp_path)
-    wasm = tmp_path / "lean" / "lean.wasm"
-    monkeypatch.setitem(tcmod.LEAN_FILES_SHA256, "lean.wasm", tcmod.sha256_file(wasm))
     assert installed_wasm(tmp_path) is not None
     js = tmp_path / "lean" / "lean.patched.js"
     js.write_text("var __pvCache=new WeakMap();js")  # the v1 prelude
-    stamp = {"lean_js_patched_sha256": tcmod.sha256_file(js)}
-    (tmp_path / "toolchain.json").write_text(json.dumps(stamp))
+    (tmp_path / "toolchain.json").write_text(json.dumps(_stamp(tmp_path)))
     assert installed_wasm(tmp_path) is None
+    # the v2 install: a patched lean.js and no patched lean.wasm in the stamp
+    js.write_text(MARKER + "js")
+    (tmp_path / "toolchain.json").write_text(
+        json.dumps({"lean_js_patched_sha256": tcmod.sha256_file(js)})
+    )
+    assert installed_wasm(tmp_path, strict=True) is None
 
 
 def test_damaged_toolchain_is_named_and_check_is_cached(monkeypatch, tmp_path):
     _fake_install(tmp_path)
-    wasm = tmp_path / "lean" / "lean.wasm"
-    monkeypatch.setitem(tcmod.LEAN_FILES_SHA256, "lean.wasm", tcmod.sha256_file(wasm))
+    wasm = tmp_path / "lean" / "lean.patched.wasm"
     assert installed_wasm(tmp_path, strict=True) is not None
     calls = []
     real = tcmod.sha256_file
     monkeypatch.setattr(tcmod, "sha256_file", lambda p: calls.append(p) or real(p))
     assert installed_wasm(tmp_path, strict=True) is not None
     assert calls == []  # size and mtime unchanged: digests come from the cache
-    wasm.write_text("trunc")  # a truncated lean.wasm
+    wasm.write_text("trunc")  # a truncated copy
     assert installed_wasm(tmp_path) is None
     with pytest.raises(ToolchainError, match=r"toolchain is damaged .*run `pyverify lean setup`"):
         installed_wasm(tmp_path, strict=True)
