@@ -158,10 +158,10 @@ def topo_order(modules: dict[str, Module]) -> list[str]:
     return order
 
 
-#: A module's fixed cost in source bytes of the same cost: a least-squares fit of the 25
-#: module times of a cold CI build (2 jobs, 2 cores) gave 8.7 s + size / (2.0 kB/s),
-#: correlation 0.76.
-_STARTUP_BYTES = 17_500
+#: A module's fixed cost in source bytes of the same cost: a least-squares fit of the 26
+#: module times of a cold build (2 jobs, 2 cores, the patched toolchain of
+#: :mod:`pyverify.lean.patch`) gave 4.0 s + size / (2.24 kB/s), correlation 0.81.
+_STARTUP_BYTES = 9_000
 
 
 def critical_path_order(modules: dict[str, Module]) -> list[str]:
