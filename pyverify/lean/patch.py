@@ -38,7 +38,7 @@ pinned files (checked by SHA-256).
   link at the same time; the main thread still waits for the worker before ``main``.
 
 Measured per ``lean`` call on a one-theorem file (2-core machine, quiet): 6.1 s
-of CPU, 620,000 page faults and 5.5 s wall with the first two changes; 3.0 s of
+of CPU, 620,000 page faults and 6.6-8.1 s wall with the first two changes; 3.0 s of
 CPU, 240,000 page faults and 2.7 s wall with all of them. The wait slice costs
 ~4 % more CPU on a long module (14 s) and saves 13 % of its wall time.
 """
