@@ -4,12 +4,15 @@ only the one torch takes in the calling environment."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
 
 
 def _load() -> ModuleType:
@@ -39,6 +42,7 @@ def test_matrix_runs_each_capability_but_the_current_one_when_asked(
         monkeypatch.setenv("ATEN_CPU_CAPABILITY", current)
     # a CPU with avx512: torch takes what it is given, and avx512 when given nothing
     monkeypatch.setattr(mod, "_capability", lambda value: value or "avx512")
+    monkeypatch.setattr(mod, "probe", lambda value: (value, {}))
     runs: list[tuple[str, list[str]]] = []
 
     def fake_run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -55,6 +59,7 @@ def test_matrix_runs_each_capability_but_the_current_one_when_asked(
 def test_a_failing_capability_fails_the_matrix(monkeypatch: pytest.MonkeyPatch):
     mod = _load()
     monkeypatch.setattr(mod, "_capability", lambda value: value or "avx2")
+    monkeypatch.setattr(mod, "probe", lambda value: (value, {}))
     monkeypatch.setattr(
         mod.subprocess,
         "run",
@@ -68,5 +73,106 @@ def test_a_failing_capability_fails_the_matrix(monkeypatch: pytest.MonkeyPatch):
 def test_a_capability_torch_does_not_take_fails_the_matrix(monkeypatch: pytest.MonkeyPatch):
     mod = _load()
     monkeypatch.setattr(mod, "_capability", lambda value: "default" if value else "avx2")
+    monkeypatch.setattr(mod, "probe", lambda value: ("default", {}))
     monkeypatch.setattr(mod.subprocess, "run", lambda cmd, env: subprocess.CompletedProcess(cmd, 0))
     assert mod.main([]) == 1
+
+
+def test_a_refused_dtype_is_named_and_left_out_not_failed(monkeypatch, capsys):
+    """Simulated: torch refuses bfloat16 under default and avx2 (as on an AMX Xeon)."""
+    mod = _load()
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    monkeypatch.delenv(mod.REFUSALS_ENV, raising=False)
+    monkeypatch.setattr(mod, "_capability", lambda value: value or "avx512")
+    message = "scaled_dot_product_attention (2, 3, 64, 16): RuntimeError: simulated refusal"
+    refuses = {"default": {"bfloat16": message}, "avx2": {"bfloat16": message}, "avx512": {}}
+    monkeypatch.setattr(mod, "probe", lambda value: (value, refuses[value]))
+    runs: list[tuple[str, list[str], str | None]] = []
+
+    def fake_run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        runs.append((env["ATEN_CPU_CAPABILITY"], cmd[3:], env.get(mod.REFUSALS_ENV)))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(mod.subprocess, "run", fake_run)
+    assert mod.main(["-q"]) == 0
+    by_cap = {cap: (args, refused) for cap, args, refused in runs}
+    assert set(by_cap) == {"default", "avx2", "avx512"}
+    for cap in ("default", "avx2"):
+        args, refused = by_cap[cap]
+        assert args == ["-p", "pyverify.testing.refusals", "-q"]
+        assert json.loads(refused) == {"bfloat16": message}
+    assert by_cap["avx512"] == (["-q"], None)  # nothing refused: the plain run
+    out = capsys.readouterr().out
+    assert f"torch refuses bfloat16 under default ({message})" in out
+    assert "passed (left out, torch refuses: bfloat16 under default, bfloat16 under avx2)" in out
+
+
+def test_a_failure_beside_a_refusal_still_fails_the_matrix(monkeypatch):
+    mod = _load()
+    monkeypatch.setattr(mod, "_capability", lambda value: value or "avx2")
+    monkeypatch.setattr(mod, "probe", lambda value: (value, {"bfloat16": "simulated"}))
+    monkeypatch.setattr(
+        mod.subprocess,
+        "run",
+        lambda cmd, env: subprocess.CompletedProcess(
+            cmd, 1 if env["ATEN_CPU_CAPABILITY"] == "avx2" else 0
+        ),
+    )
+    assert mod.main([]) == 1
+
+
+_DTYPE_TESTS = """
+import pytest
+import torch
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_by_torch_dtype(dtype):
+    assert dtype is not torch.bfloat16, "a refused dtype must not run"
+
+@pytest.mark.parametrize("name", ["float16", "bf16"])
+def test_by_name(name):
+    assert name != "bf16", "a refused dtype must not run"
+
+class Impl:
+    name, device, dtype = "kernels", "cpu", "bfloat16"
+
+@pytest.mark.parametrize("impl", [Impl()])
+def test_by_impl(impl):
+    raise AssertionError("a refused dtype must not run")
+
+def test_plain():
+    pass
+"""
+
+
+def test_refusals_plugin_deselects_and_counts_the_refused_dtype(tmp_path):
+    """The plugin end to end in a real pytest under xdist, as the matrix runs it (the counts
+    come back from the workers), torch's refusal simulated through the env."""
+    (tmp_path / "test_dtypes.py").write_text(_DTYPE_TESTS)
+    env = {**os.environ, "PYVERIFY_TORCH_REFUSES": json.dumps({"bf16": "RuntimeError: simulated"})}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "pyverify.testing.refusals",
+         "-p", "no:cacheprovider", "-q", "-n", "2", str(tmp_path)],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "3 passed" in out.stdout
+    assert "(RuntimeError: simulated): 3 test(s) of bfloat16 left out" in out.stdout
+
+
+def test_the_probe_reports_torchs_refusal_with_its_words(monkeypatch):
+    from pyverify import dispatch
+
+    real = torch.nn.functional.scaled_dot_product_attention
+
+    def refusing(q, *args, **kwargs):
+        if q.dtype == torch.bfloat16 and q.shape[-2] >= 64:
+            raise RuntimeError("pack_vnni2 is only supported when avx512 is supported")
+        return real(q, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", refusing)
+    assert dispatch.probe_dtype("float32") is None
+    assert dispatch.probe_dtype("bf16") == (
+        "scaled_dot_product_attention (2, 3, 64, 16): RuntimeError: "
+        "pack_vnni2 is only supported when avx512 is supported"
+    )

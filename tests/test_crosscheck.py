@@ -89,6 +89,18 @@ def test_tiny_sweep_passes_and_serialises():
         assert first[(r.case, r.path, r.stage)] == r.max_rel
 
 
+def test_a_dtype_torch_refuses_is_left_out_and_named(monkeypatch):
+    """Simulated refusal (as torch's bf16 SDPA under a forced avx2 on an AMX Xeon)."""
+    monkeypatch.setenv("PYVERIFY_TORCH_REFUSES", '{"bf16": "RuntimeError: simulated"}')
+    res = cc.run_crosscheck(["cpu"], ["float32", "bfloat16"], quick=True, shard=(1, 4))
+    assert res.cases and all(c.endswith("-cpu-float32") for c in res.cases)
+    assert res.left_out == {"cpu bfloat16": "torch refuses it on this CPU: RuntimeError: simulated"}
+    assert res.to_dict()["left_out"] == res.left_out
+    assert "left out: cpu bfloat16 (torch refuses it on this CPU" in cc.format_crosscheck(res)
+    monkeypatch.delenv("PYVERIFY_TORCH_REFUSES")
+    assert cc.run_crosscheck(["cpu"], ["float64"], quick=True, shard=(1, 8)).left_out == {}
+
+
 def test_low_precision_case_passes():
     case = cc.Case("random", (1, 2, 17, 8), "cpu", "bfloat16")
     rows = cc.run_case(case)

@@ -87,6 +87,9 @@ class CrosscheckResult:
         The quick sweep.
     shard : tuple of int
         ``(k, n)``.
+    left_out : dict of str
+        ``"device dtype"`` -> why its cases were not run (torch refuses the dtype on this
+        CPU under the forced capability: :mod:`pyverify.dispatch`); empty when all ran.
     seconds : float
         Wall time (not deterministic: keep out of reproducible outputs).
     """
@@ -97,6 +100,7 @@ class CrosscheckResult:
     dtypes: list[str] = field(default_factory=list)
     quick: bool = False
     shard: tuple[int, int] = (1, 1)
+    left_out: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -118,6 +122,7 @@ class CrosscheckResult:
             "devices": list(self.devices),
             "dtypes": list(self.dtypes),
             "cases": list(self.cases),
+            "left_out": dict(sorted(self.left_out.items())),
             "rows": [r.to_dict() for r in self.rows],
         }
 

@@ -20,6 +20,7 @@ from pyverify.crosscheck.cases import (
 )
 from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
 from pyverify.crosscheck.results import CrosscheckResult, CrosscheckRow
+from pyverify.dispatch import refusals
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.precision import TORCH_DTYPES, compute_dtype
@@ -293,7 +294,16 @@ def run_crosscheck(
             f"shard {k}/{n} holds no case: this sweep has {len(every)} cases, "
             f"so use at most {len(every)} shards"
         )
+    # A dtype torch itself refuses on this CPU under this capability (pyverify.dispatch) is
+    # left out and named: a fact of torch here, not an error of the kernels. Sharding comes
+    # first, so the shards stay the same on every machine.
+    refused = refusals(dts) if "cpu" in devs else {}
+    left_out = {f"cpu {d}": f"torch refuses it on this CPU: {m}" for d, m in refused.items()}
+    for key, why in left_out.items():
+        say(f"crosscheck: {key} left out ({why})")
+    cases = [c for c in cases if not (c.device == "cpu" and c.dtype in refused)]
     result = CrosscheckResult(devices=devs, dtypes=dts, quick=quick, shard=tuple(shard))  # type: ignore[arg-type]
+    result.left_out = left_out
     start = time.perf_counter()
     for i, case in enumerate(cases, 1):
         t0 = time.perf_counter()

@@ -47,6 +47,7 @@ def format_crosscheck(result: CrosscheckResult) -> str:
         "",
     ]
     parts += [f"FAILED {r.case} {r.path} {r.stage}: {r.note}" for r in result.failures if r.note]
+    parts += [f"left out: {key} ({why})" for key, why in sorted(result.left_out.items())]
     k, n = result.shard
     shard = f", shard {k}/{n}" if n > 1 else ""
     parts.append(
