@@ -25,6 +25,7 @@ public import Pldr.ExpHom
 public import Pldr.RopeTwirlDecay
 public import Pldr.LayerNormModel
 public import Pldr.ExpRat
+public import Pldr.PrefixHeadHom
 
 /-!
 # Pldr: the PLGA theorem library
