@@ -26,6 +26,7 @@ public import Pldr.RopeTwirlDecay
 public import Pldr.LayerNormModel
 public import Pldr.ExpRat
 public import Pldr.PrefixHeadHom
+public import Pldr.OrderParameter
 
 /-!
 # Pldr: the PLGA theorem library
