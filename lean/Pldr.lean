@@ -25,6 +25,8 @@ public import Pldr.ExpHom
 public import Pldr.RopeTwirlDecay
 public import Pldr.LayerNormModel
 public import Pldr.ExpRat
+public import Pldr.PrefixHeadHom
+public import Pldr.OrderParameter
 
 /-!
 # Pldr: the PLGA theorem library

@@ -1,9 +1,10 @@
 module
 
-public import Pldr.Attention
+public import Pldr.HadamardPower
 
 /-!
-# Over `Rat` the only abstract exponential is the constant `1`  (`[prefix_consistency]`)
+# Over `Rat` the only abstract exponential is the constant `1`  (`[prefix_consistency]`,
+  `[hadamard_power_group]`)
 
 `ExpMap α` asks for `exp (a + b) = exp a · exp b` and `exp a > 0`. Over `ℝ`, `Real.exp` is
 a model; over core Lean's `Rat` there is only the constant `1`, so every theorem that
@@ -22,6 +23,11 @@ in core Lean; its genuine instance is `Real.exp`, outside core Lean (the two-car
 * `ExpMap.not_injective_rat`: so no `ExpMap Rat` is injective, and the hypotheses of
   `prefix_consistency_head_fails`, `prefix_consistency_fails`,
   `softmax_simplex_eq_iff` (injective `exp`) have no model over `Rat`.
+* `PowLaws.eq_one_of_rat`: the same argument for the real-exponent power of
+  `hadamard_power_group`: for a positive base `x`, `y ↦ x ^ y` is an abstract
+  exponential over `Rat` (the laws `x^{a+b} = x^a x^b`, `x^y > 0`), so every
+  `PowLaws Rat` is `x ^ y = 1` on positive bases: it is `PowLaws.one` wherever the
+  theorem uses it.
 
 There are no unproved assumptions.
 -/
@@ -102,6 +108,17 @@ theorem ExpMap.not_injective_rat (E : ExpMap Rat) :
   intro h
   have h01 := h 0 1 (by rw [E.eq_one_of_rat, E.eq_one_of_rat])
   exact absurd h01 (by decide)
+
+/-- [hadamard_power_group] Over `Rat` the real-exponent power has only the degenerate
+model: for every `pw : PowLaws Rat` and every base `x > 0`, `x ^ y = 1` for all `y`,
+since `y ↦ x ^ y` is an abstract exponential over `Rat` (`ExpMap.eq_one_of_rat`). So
+`hadamard_power_group` has no model over `Rat` with `2 ^ 1 = 2`; its genuine instance is
+`Real.rpow`, outside core Lean, and for natural exponents genuine powers
+(`hadamard_power_group_nat`). -/
+theorem PowLaws.eq_one_of_rat (pw : PowLaws Rat) {x : Rat} (hx : 0 < x) (y : Rat) :
+    pw.rpow x y = 1 :=
+  ExpMap.eq_one_of_rat ⟨fun y => pw.rpow x y, fun a b => pw.rpow_add x a b hx,
+    fun y => pw.rpow_pos x y hx⟩ y
 
 end Pldr
 

@@ -31,10 +31,22 @@ representative per *square class*:
   `(−2, 2)`), kernel-checked values.
 * `RSqrtMap.squareClass_rat_values`: off the squares too, `r(18) · 3 = r(2)` (as
   `1/√18 · 3 = 1/√2`), so `r(18) ≠ r(2)`; `r(4) = 1/2`, `r(9) = 1/3`.
+* What it normalises: `layerNormRow_rowVar`: with `γ = 1`, `β = 0` the output variance is
+  `var · r(var + ε)²` (any model); `RSqrtMap.isPosSquare_of_mul_sq_eq_one`: whatever the
+  model, `v · r(v)² = 1` forces `v` to be a square; `RSqrtMap.squareClass_mul_sq_eq_one_iff`
+  and `layernorm_invariance_normalises_iff`: LayerNorm (`ε = 0`) with this model
+  normalises a row (output variance `1`) iff the row's variance is a square of the field.
+* `layernorm_invariance_scale_rat_nonsquare`: the row `(0, 0, 3)` of variance `2` (not a
+  rational square, `two_not_isPosSquare_rat`): `LN(s·x) = LN(x)` for every `s > 0`, which
+  uses homogeneity off the squares, and no model of `1/√·` over `Rat` normalises it.
 
-What the model is not: off the squares its values are not `1/√v` (which is irrational
-there); the representative `sqRep v` and hence `r(2)` are chosen, not computed, and no
-theorem states a value of `r` on a non-square. There are no unproved assumptions.
+What the model is not: it is a reciprocal square root only on the squares (`1/p` on
+`p²`); off them its values are not `1/√v` (which is irrational there), the
+representative `sqRep v` and hence `r(2)` are chosen, not computed, no theorem states a
+value of `r` on a non-square, and LayerNorm with it does not normalise those rows (nor can
+any model over `Rat`). It is a genuine model of the *homogeneity* that scale invariance
+needs, not of `1/√·`. The `d = 2` instance `layernorm_invariance_scale_rat` only meets
+square variances (`((x₀ − x₁)/2)²`). There are no unproved assumptions.
 -/
 
 public noncomputable section
@@ -284,6 +296,125 @@ theorem RSqrtMap.squareClass_rat_values :
     rw [e, RSqrtMap.squareClass_sq (by decide +kernel)]; decide +kernel
   · have e : (9 : Rat) = 3 * 3 := by decide +kernel
     rw [e, RSqrtMap.squareClass_sq (by decide +kernel)]; decide +kernel
+
+/-! ### What the model normalises -/
+
+/-- With `γ = 1`, `β = 0` the LayerNorm of a row is centred (any `1/√·`, any `ε`). -/
+theorem layerNormRow_rowMean {d : Nat} (hd : 0 < d) (r : RSqrtMap α) (eps : α)
+    (x : Fin d → α) : rowMean (layerNormRow r eps (fun _ => 1) (fun _ => 0) x) = 0 := by
+  have hn := natCast_ne_zero_of_pos (α := α) hd
+  have hi := Field.mul_inv_cancel hn
+  have hf : layerNormRow r eps (fun _ => 1) (fun _ => 0) x =
+      fun i => r.rsqrt (rowVar x + eps) * (x i + -rowMean x) := funext fun i => by
+    simp only [layerNormRow]; grind
+  rw [hf]
+  simp only [rowMean]
+  rw [← mul_finSum, finSum_add, finSum_const]
+  grind
+
+/-- With `γ = 1`, `β = 0` the variance of the LayerNorm of a row is
+`var · r(var + ε)²` (any `1/√·`): the row is normalised (variance `1`) exactly when
+`var · r(var + ε)² = 1`. -/
+theorem layerNormRow_rowVar {d : Nat} (hd : 0 < d) (r : RSqrtMap α) (eps : α)
+    (x : Fin d → α) :
+    rowVar (layerNormRow r eps (fun _ => 1) (fun _ => 0) x) =
+      rowVar x * (r.rsqrt (rowVar x + eps) * r.rsqrt (rowVar x + eps)) := by
+  have hμ := layerNormRow_rowMean hd r eps x
+  simp only [rowVar] at hμ ⊢
+  rw [hμ]
+  have hf : (fun i => (layerNormRow r eps (fun _ => 1) (fun _ => 0) x i - 0) *
+      (layerNormRow r eps (fun _ => 1) (fun _ => 0) x i - 0)) = fun i =>
+      (r.rsqrt (rowVar x + eps) * r.rsqrt (rowVar x + eps)) *
+        ((x i - rowMean x) * (x i - rowMean x)) := funext fun i => by
+    simp only [layerNormRow]; grind
+  rw [hf, ← mul_finSum]
+  simp only [rowVar]
+  grind
+
+/-- [layernorm_invariance] Whatever the model of `1/√·`: if `v · r(v)² = 1` for `v > 0`,
+then `v` is the square of `1/r(v)`. So no `RSqrtMap` normalises (`ε = 0`) a row whose
+variance is not a square of the field. -/
+theorem RSqrtMap.isPosSquare_of_mul_sq_eq_one (r : RSqrtMap α) {v : α} (hv : 0 < v)
+    (h : v * (r.rsqrt v * r.rsqrt v) = 1) : IsPosSquare v := by
+  have hp := r.rsqrt_pos v hv
+  have h0 : r.rsqrt v ≠ 0 := by grind
+  have hi := Field.mul_inv_cancel h0
+  refine ⟨(r.rsqrt v)⁻¹, inv_pos_of_pos hp, ?_⟩
+  have : v = v * (r.rsqrt v * r.rsqrt v) * ((r.rsqrt v)⁻¹ * (r.rsqrt v)⁻¹) := by grind
+  rw [h] at this; grind
+
+/-- [layernorm_invariance] `RSqrtMap.squareClass` normalises exactly the squares: for
+`v > 0`, `v · r(v)² = 1` iff `v = p²` for some `p > 0`. Off the squares
+`v · r(v)² = sqRep v · c(sqRep v)²` is the chosen representative's value, `≠ 1`. -/
+theorem RSqrtMap.squareClass_mul_sq_eq_one_iff {v : α} (hv : 0 < v) :
+    v * ((RSqrtMap.squareClass (α := α)).rsqrt v * (RSqrtMap.squareClass (α := α)).rsqrt v) =
+        1 ↔ IsPosSquare v := by
+  refine ⟨RSqrtMap.isPosSquare_of_mul_sq_eq_one _ hv, fun ⟨p, hp, he⟩ => ?_⟩
+  subst he
+  rw [RSqrtMap.squareClass_sq hp]
+  have h0 : p ≠ 0 := by grind
+  have hi := Field.mul_inv_cancel h0
+  grind
+
+/-- [layernorm_invariance] Exactly what LayerNorm with `RSqrtMap.squareClass` normalises
+(`γ = 1`, `β = 0`, `ε = 0`, Lem. 5.11's setting): a row of positive variance is mapped to
+a row of variance `1` iff its variance is a square of the field. Over `Rat` the rows of
+`layernorm_invariance_scale_rat` (`d = 2`, variance `((x₀ − x₁)/2)²`, always a square)
+are normalised; `lnRow003` (variance `2`) is not. -/
+theorem layernorm_invariance_normalises_iff {d : Nat} (hd : 0 < d) (x : Fin d → α)
+    (hvar : 0 < rowVar x) :
+    rowVar (layerNormRow RSqrtMap.squareClass 0 (fun _ => 1) (fun _ => 0) x) = 1 ↔
+      IsPosSquare (rowVar x) := by
+  rw [layerNormRow_rowVar hd]
+  have e : rowVar x + 0 = rowVar x := by grind
+  rw [e]
+  exact RSqrtMap.squareClass_mul_sq_eq_one_iff hvar
+
+/-- `2` is not the square of a rational (its numerator would be a square). -/
+theorem two_not_isPosSquare_rat : ¬ IsPosSquare (2 : Rat) := by
+  rintro ⟨q, _, he⟩
+  have hn : ((2 : Rat)).num = q.num ^ 2 := by
+    rw [he, ← Rat.num_pow]; congr 1; grind
+  have h2 : ((2 : Rat)).num = 2 := by decide
+  rw [h2] at hn
+  have ha : (2 : Nat) = q.num.natAbs ^ 2 := by
+    rw [← Int.natAbs_pow, ← hn]; rfl
+  rw [Nat.pow_two] at ha
+  rcases Nat.lt_or_ge q.num.natAbs 2 with h | h
+  · rcases (by omega : q.num.natAbs = 0 ∨ q.num.natAbs = 1) with h0 | h0 <;> rw [h0] at ha <;>
+      omega
+  · have := Nat.mul_le_mul h h; omega
+
+/-- The row `(0, 0, 3)`: mean `1`, variance `2`. -/
+@[expose] def lnRow003 : Fin 3 → Rat := fun i => if i.val = 2 then 3 else 0
+
+/-- The variance of `(0, 0, 3)` is `2`, not a rational square. -/
+theorem lnRow003_rowVar : rowVar lnRow003 = 2 := by
+  have hμ : rowMean lnRow003 = 1 := by
+    simp only [rowMean, lnRow003, finSum_succ, finSum_zero_len]; decide +kernel
+  simp only [rowVar, hμ]
+  simp only [lnRow003, finSum_succ, finSum_zero_len]
+  decide +kernel
+
+/-- [layernorm_invariance] Lem. 5.11 (scale) on a row whose variance is not a square: the
+whole-field `layernorm_invariance_scale` with `RSqrtMap.squareClass` gives
+`LN(s·x) = LN(x)` for every `s > 0` on `x = (0, 0, 3)` (variance `2`, so the homogeneity
+off the squares is what is used), while no model of `1/√·` over `Rat` normalises that
+row: `var(LN x) ≠ 1` for every `r : RSqrtMap Rat`. -/
+theorem layernorm_invariance_scale_rat_nonsquare :
+    (∀ s : Rat, 0 < s →
+      layerNormRow RSqrtMap.squareClass 0 (fun _ => 1) (fun _ => 0) (fun i => s * lnRow003 i) =
+        layerNormRow RSqrtMap.squareClass 0 (fun _ => 1) (fun _ => 0) lnRow003) ∧
+      rowVar lnRow003 = 2 ∧ ¬ IsPosSquare (2 : Rat) ∧
+      ∀ r : RSqrtMap Rat, rowVar (layerNormRow r 0 (fun _ => 1) (fun _ => 0) lnRow003) ≠ 1 := by
+  refine ⟨fun s hs => ?_, lnRow003_rowVar, two_not_isPosSquare_rat, fun r h => ?_⟩
+  · refine layernorm_invariance_scale RSqrtMap.squareClass RSqrtMap.squareClass_homogeneous
+      _ _ _ ?_ s hs
+    rw [lnRow003_rowVar]; decide +kernel
+  · rw [layerNormRow_rowVar (by decide), lnRow003_rowVar] at h
+    have e : (2 : Rat) + 0 = 2 := by decide +kernel
+    rw [e] at h
+    exact two_not_isPosSquare_rat (r.isPosSquare_of_mul_sq_eq_one (by decide +kernel) h)
 
 end Pldr
 

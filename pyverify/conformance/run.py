@@ -24,7 +24,7 @@ from pyverify.conformance.sweep import SweepRow, run_sweep
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.paths import repo_root
-from pyverify.theorems import THEOREM_IDS
+from pyverify.theorems import CHECK_IDS, SUITE_IDS
 
 __all__ = ["CheckRun", "parse_ids", "run_check"]
 
@@ -49,12 +49,15 @@ class CheckRun:
 def parse_ids(text: Sequence[str] | None) -> tuple[str, ...]:
     """``--ids a,b --ids c`` -> the IDs, in the spec's order (unknown ID: user error)."""
     if not text:
-        return THEOREM_IDS
+        return CHECK_IDS
     asked = {x.strip() for t in text for x in t.split(",") if x.strip()}
     for x in sorted(asked):
-        if x not in THEOREM_IDS:
+        if x in SUITE_IDS:
+            raise InputValueError(f"--ids: {x!r} is about pyverify's own measurements, not an "
+                                  "implementation (pyverify trace lists its tests)")  # fmt: skip
+        if x not in CHECK_IDS:
             raise InputValueError(f"--ids: unknown theorem ID {x!r} (see pyverify trace)")
-    return tuple(i for i in THEOREM_IDS if i in asked)
+    return tuple(i for i in CHECK_IDS if i in asked)
 
 
 def _pytest(subjects: list[Subject], spec: str, ids: tuple[str, ...], quick: bool,
@@ -65,7 +68,7 @@ def _pytest(subjects: list[Subject], spec: str, ids: tuple[str, ...], quick: boo
     env[ENV_IMPL] = spec
     env[ENV_DEVICES] = ",".join(sorted({s.device for s in subjects}))
     env[ENV_DTYPES] = ",".join(sorted({s.dtype for s in subjects}))
-    env["PYVERIFY_IDS"] = "" if ids == THEOREM_IDS else ",".join(ids)
+    env["PYVERIFY_IDS"] = "" if ids == CHECK_IDS else ",".join(ids)
     env["HYPOTHESIS_PROFILE"] = "quick" if quick else "ci"
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
     with tempfile.TemporaryDirectory(prefix="pyverify-check-") as tmp:
@@ -91,7 +94,7 @@ def _pytest(subjects: list[Subject], spec: str, ids: tuple[str, ...], quick: boo
 def run_check(
     spec: str,
     *,
-    ids: tuple[str, ...] = THEOREM_IDS,
+    ids: tuple[str, ...] = CHECK_IDS,
     devices: Sequence[str] | None = None,
     dtypes: Sequence[str] | None = None,
     quick: bool = False,
@@ -114,7 +117,7 @@ def run_check(
                  f"capabilities {', '.join(sorted(first.capabilities))}")  # fmt: skip
     tests, code, tail = _pytest(subjects, spec, ids, quick, progress)
     sweep = None
-    if ids == THEOREM_IDS and "head" in first.capabilities:
+    if ids == CHECK_IDS and "head" in first.capabilities:
         sweep = [r for s in subjects for r in run_sweep(s, quick=quick, progress=progress)]
     return CheckRun(
         spec=spec,

@@ -14,7 +14,7 @@ import pytest
 
 from pyverify.cli import main
 from pyverify.paths import repo_root
-from pyverify.theorems import THEOREM_IDS
+from pyverify.theorems import CHECK_IDS
 
 ROOT = repo_root(Path(__file__).parent)
 
@@ -31,7 +31,7 @@ def test_example_implementation_passes(monkeypatch, capsys, tmp_path):
     code, v = _check(monkeypatch, capsys, tmp_path, "examples.numpy_plga:factory")
     assert code == 0 and v["ok"] and v["suite"] == "ran"
     th = v["theorems"]
-    assert set(th) == set(THEOREM_IDS)
+    assert set(th) == set(CHECK_IDS)
     assert all(d["verdict"] != "failed" for d in th.values())
     assert all(d["verdict"] == "passed" for d in th.values())
     # it offers every group: the decoder IDs really run; the only not-applicable test is

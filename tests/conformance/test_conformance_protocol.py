@@ -78,6 +78,8 @@ def test_spec_dtype_and_ids_errors(tmp_path, monkeypatch):
     with pytest.raises(InputValueError, match="unknown theorem ID 'rope_grp'"):
         parse_ids(["rope_group,rope_grp"])
     assert parse_ids(["softmax_shift", "rope_group"]) == ("rope_group", "softmax_shift")
+    with pytest.raises(InputValueError, match="own measurements"):
+        parse_ids(["order_parameter_rms_bound"])  # a suite ID: no implementation to check
 
 
 def test_a_plugin_without_a_group_is_not_applicable_there(tmp_path, monkeypatch):
