@@ -148,10 +148,13 @@ class Recorder(ResultsRecorder):
         """Remember the running test (for the shrinking line)."""
         self.current = nodeid
 
-    def _on_failing_example(self) -> None:
-        if self.current is not None and self.current not in self.shrinking:
-            self.shrinking.add(self.current)
-            self._say(f"shrinking {self.current}")
+    def _on_failing_example(self, test: str) -> None:
+        # ``test``: the nodeid of a @given test; a ``find()`` inside a test (searching for
+        # an example that satisfies a condition: no failure) reports its own name
+        here = self.current
+        if here and here == test and here not in self.shrinking:
+            self.shrinking.add(here)
+            self._say(f"shrinking {here}")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
@@ -202,7 +205,7 @@ class Recorder(ResultsRecorder):
 
 
 def _observe_failures(on_failure: Any) -> Any:
-    """Call ``on_failure()`` on every failing Hypothesis test case; returns the undo.
+    """Call ``on_failure(test)`` on every failing Hypothesis test case; returns the undo.
 
     Uses Hypothesis's observability callbacks, with its coverage collection off (it
     would trace every line of every example). None where this Hypothesis lacks them.
@@ -219,7 +222,7 @@ def _observe_failures(on_failure: Any) -> Any:
 
     def callback(observation: Any) -> None:
         if getattr(observation, "type", None) == "test_case" and observation.status == "failed":
-            on_failure()
+            on_failure(str(observation.property))
 
     add(callback)
     return lambda: remove(callback)

@@ -4,7 +4,8 @@ A small test file runs under ``-p pyverify.conformance.collector`` in a subproce
 adjacent assertions where the second fails (the record names the second, never its
 neighbour), a NaN comparison (the values are kept whole), a Hypothesis test with two
 distinct failures (an exception group: the first is shown, with its falsifying example),
-a protocol violation (its one line is kept apart) and a skip (its reason).
+a protocol violation (its one line is kept apart), a skip (its reason) and a ``find()``
+(a search, not a failure: no shrinking line).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import textwrap
 
 TESTS = """
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import find, given, settings, strategies as st
 from pyverify.conformance.subject import ProtocolViolation
 
 
@@ -46,6 +47,10 @@ def test_protocol_violation():
 
 def test_skipped():
     pytest.skip("not applicable: capability 'rope' not offered by me")
+
+
+def test_find_is_no_failure():
+    assert find(st.integers(), lambda n: n > 3, settings=settings(database=None)) == 4
 """
 
 
@@ -89,5 +94,8 @@ def test_records_name_the_assertion_that_failed_with_its_values(tmp_path):
     assert skip["outcome"] == "skipped"
     assert skip["reason"] == "not applicable: capability 'rope' not offered by me"
     # one progress line per test, counting up to the total
-    done = [ln for ln in stdout.splitlines() if ln.startswith("##pyverify-check ") and "/5 " in ln]
-    assert [ln.split()[1] for ln in done] == ["1/5", "2/5", "3/5", "4/5", "5/5"]
+    done = [ln for ln in stdout.splitlines() if ln.startswith("##pyverify-check ") and "/6 " in ln]
+    assert [ln.split()[1] for ln in done] == [f"{i}/6" for i in range(1, 7)]
+    # a find() inside a passing test searches, it does not fail: no shrinking line
+    assert recs["test_find_is_no_failure"]["outcome"] == "passed"
+    assert stdout.count("##pyverify-check shrinking") == 1
