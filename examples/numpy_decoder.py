@@ -1,4 +1,4 @@
-"""The decoder of ``plga-spec.md`` ("The reference model around the head"), in NumPy.
+"""The decoder of ``docs/plga-spec.md`` (section 6, with the caches of section 7), in NumPy.
 
 Built on the heads of :mod:`examples.numpy_plga` (which exposes it as its ``decoder``
 capability). Post-LayerNorm layers; the metric learner is shared by a layer's heads

@@ -1,4 +1,4 @@
-"""A small PLGA implementation written from ``plga-spec.md`` alone (NumPy, float64).
+"""A small PLGA implementation written from ``docs/plga-spec.md`` alone (NumPy, float64).
 
 It imports nothing from pyverify's numerics: only the parameter dataclasses it is handed
 and the error class the spec asks for on overflow. ``pyverify check --impl

@@ -72,6 +72,40 @@ def test_constant_g_plga_is_prefix_consistent(impl, case):
     assert np.max(np.abs(full[r] - pre[r])) <= tol
 
 
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.data())
+def test_later_keys_of_masking_magnitude_are_not_read(impl, data):
+    """Row r of a causal call may not read the keys after it, however large their scores:
+    with a constant G = I, the keys after row r are ``T sqrt(dk) e_0`` and ``q_r = e_0``,
+    so row r's masked scores are ``T`` (``T = 2^31``, above an additive ``-1e9`` mask by
+    more than 1e9; float16: ``2^13``, beyond a ``-1e4`` mask, its largest scores ``2^15``
+    staying below float16's 65504), and the values after row r lie in [2, 3] while those
+    up to row r lie in [-1, 1]: a row that leaks weight onto later keys moves by up to 1
+    (by 1 at least when the masked entries take the whole weight, as an additive mask gives
+    them here). The call on the prefix has no later keys at all.
+
+    Tolerance: twice the prefix call's ``attention_bound``: with exact masking, row r of the
+    full call is the same computation on the same allowed scores (masked entries are -inf
+    before any maximum or sum, row by row), so each call's row r is within that bound.
+    """
+    s = data.draw(st.integers(2, 8), label="S")
+    dk = data.draw(st.sampled_from([2, 4]), label="dk")
+    dv = data.draw(st.integers(1, 3), label="dv")
+    r = data.draw(st.integers(0, s - 2), label="r")  # a row with later keys
+    q, k, v = data.draw(qkv(s, dk, dv, scale=1.0), label="q, k, v")
+    T = 2.0**13 if impl.dtype == "float16" else 2.0**31
+    e0 = np.eye(dk)[0]
+    q[r] = e0
+    k[r + 1 :] = T * math.sqrt(dk) * e0
+    v = np.where(np.arange(s)[:, None] > r, 2 + np.abs(v) / 2, v / 2)  # later: [2, 3]
+    q, k, v = impl.round(q), impl.round(k), impl.round(v)
+    G, params = np.eye(dk), data.draw(head_params(dk), label="params")  # unused with G given
+    full = impl.plga(q, k, v, params, G=G).out
+    pre = impl.plga(q[: r + 1], k[: r + 1], v[: r + 1], params, G=G).out
+    tol = 2 * attention_bound(impl, q[: r + 1], G, k[: r + 1], v[: r + 1])
+    assert np.max(np.abs(full[r] - pre[r])) <= tol
+
+
 @st.composite
 def gram_cases(draw):
     s = draw(st.integers(2, 6))

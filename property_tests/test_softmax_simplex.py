@@ -27,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -81,6 +81,53 @@ def test_rows_lie_on_the_simplex(impl, data):
     w = np.exp(Em - Em.max(axis=1, keepdims=True))
     want = w / w.sum(axis=1, keepdims=True)
     assert np.all(np.abs(p - want) <= (eps + gamma(E.shape[1] + 4, 2.0**-53)) * want)
+
+
+def masking_magnitude(dtype: str) -> float:
+    """Masked scores are drawn in ``[M/2, M]``: ``M = 2^31`` (above an additive ``-1e9``
+    mask by more than 1e9), or ``2^15`` in float16, which holds at most 65504 (above a
+    ``-1e4`` mask, float16's usual stand-in)."""
+    return 2.0**15 if dtype == "float16" else 2.0**31
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@given(st.data())
+def test_masked_entries_get_zero_weight_at_masking_magnitude(impl, data):
+    """The statement is about every real score: causal rows whose masked entries are of
+    masking magnitude (:func:`masking_magnitude`) are still exactly 0 there, positive on
+    the allowed entries and sum to 1, each entry within its bound of the spec.
+
+    Why this ID: an additive mask (``E - 1e9`` at masked places, a common stand-in for
+    exact masking) turns ``softmax([[0, 2e9], [., .]], causal)`` into the row ``[0, 1]``:
+    weight 0 on the one allowed entry and 1 on the masked one, the negation of this
+    theorem's statement, whatever the head around it does. (Inside a head the same
+    softmax also breaks ``prefix_consistency``, which
+    ``test_prefix_consistency.test_later_keys_of_masking_magnitude_are_not_read`` checks on
+    ``plga``: an implementation may mask differently in its head and in ``softmax``.)
+
+    Tolerance: as :func:`test_rows_lie_on_the_simplex`, with the entry bound of the
+    allowed scores only: masked scores take no part in an exact masked softmax's
+    arithmetic (their weight is 0 whatever their value)."""
+    s_q = data.draw(st.integers(2, 8), label="S_q")  # row 0 has a masked entry
+    s_k = data.draw(st.integers(s_q, 8), label="S_k")
+    if impl.dtype in ("bfloat16", "float16"):
+        small = data.draw(grid_arrays((s_q, s_k), bound=3, denom=8), label="allowed scores")
+    else:
+        small = impl.round(data.draw(arrays((s_q, s_k), 10.0), label="allowed scores"))
+    M = masking_magnitude(impl.dtype)
+    big = impl.round(M * (0.75 + 0.25 * data.draw(arrays((s_q, s_k), 1.0), label="masked")))
+    allowed = _allowed(small, True)
+    E = np.where(allowed, small, big)
+    note(f"scores E = {E!r}")
+    p = impl.softmax(E, causal=True)
+    assert np.all(p[~allowed] == 0)  # exactly zero where masked, however large the score
+    assert np.all(p[allowed] > 0)
+    eps = softmax_entry_rel_error(impl, np.where(allowed, E, 0.0))
+    assert np.max(np.abs(p.sum(axis=1) - 1)) <= eps
+    Em = np.where(allowed, E, -np.inf)
+    w = np.exp(Em - Em.max(axis=1, keepdims=True))
+    want = w / w.sum(axis=1, keepdims=True)
+    assert np.all(np.abs(p - want) <= (eps + gamma(s_k + 4, 2.0**-53)) * want)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)

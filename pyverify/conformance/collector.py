@@ -1,31 +1,50 @@
-"""Pytest plugin of ``pyverify check``: each test's outcome, skip reason and failing example.
+"""Pytest plugin of ``pyverify check``: the results recorder plus what a verdict shows.
 
 Loaded with ``-p pyverify.conformance.collector --pyverify-check PATH`` (next to the
-theorem plugin, whose attribution it reads from the report). It prints one line
-``##pyverify-check DONE/TOTAL OUTCOME NODEID`` per finished test on stdout (the parent
-turns it into progress) and writes at the end, sorted by node id::
+theorem plugin, :mod:`pyverify.testing.pytest_plugin`). :class:`Recorder` is that
+plugin's :class:`~pyverify.testing.pytest_plugin.ResultsRecorder` (attribution and one
+outcome per test, written as ``{"schema", "tests": [...]}``) with two fields more per test:
 
-    {"tests": [{"nodeid", "theorems", "implementation", "device", "dtype",
-                "outcome", "reason", "example"}, ...]}
+``reason``
+    the skip reason (a ``not applicable:`` one names the capability or method);
+``example``
+    for a failure: where it failed and what (pytest's own representation of the
+    exception, :func:`failure_text`), then Hypothesis's shrunk, labelled example;
+``violation``
+    for a failure raised at the protocol boundary
+    (:class:`~pyverify.conformance.subject.ProtocolViolation`), its one line.
 
-``reason``: the skip reason (a ``not applicable:`` one names the capability or method);
-``example``: for a failure, Hypothesis's (shrunk, labelled) falsifying example and the
-assertion that failed.
+A test whose every drawn example was rejected (``hypothesis.errors.Unsatisfiable``: all
+outside the implementation's domain) is recorded as skipped, not applicable.
+
+On stdout it prints, for the parent to turn into progress lines::
+
+    ##pyverify-check DONE/TOTAL OUTCOME NODEID     (each finished test)
+    ##pyverify-check shrinking NODEID              (a test's first failing example)
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pyverify.conformance.subject import NA_PREFIX
+from pyverify.conformance.subject import NA_PREFIX, ProtocolViolation
+from pyverify.testing.pytest_plugin import ResultsRecorder
+
+__all__ = ["PREFIX", "Recorder", "failure_text"]
 
 PREFIX = "##pyverify-check"
+_FAILURE = "pyverify-failure"
+#: The fields the recorder adds to the results recorder's (see the module docstring).
+_EXTRA = ("reason", "example", "violation")
 _MAX_LINES = 60
+_MAX_MESSAGE_LINES = 12
+_MAX_LINE = 600
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,99 +61,168 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Recorder(Path(path)), "pyverify-check-recorder")
 
 
-_PREFIX = re.compile(r"^(?:E |\s*\| ?)")
+def _clip(line: str) -> str:
+    return line if len(line) <= _MAX_LINE else line[:_MAX_LINE] + " ..."
 
 
-def _plain(line: str) -> str:
-    """A report line without pytest's ``E`` and an exception group's ``|`` prefixes."""
-    while True:
-        m = _PREFIX.match(line)
-        if not m:
-            return line.rstrip()
-        line = line[m.end() :]
-
-
-def failing_example(text: str) -> str:
-    """Hypothesis's falsifying example (with its labelled draws) and the failed check.
-
-    With several distinct failures (an exception group) the first one is taken.
-    """
-    lines = [_plain(ln) for ln in text.splitlines()]
-    marks = ("Falsifying example", "Failing test case")
-    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith(marks)), None)
-    body: list[str] = []
-    if start is not None:
-        for ln in lines[start:]:
-            if ln.strip().startswith(("You can reproduce", "@reproduce_failure", "+---")):
-                break
-            if ln.strip():
-                body.append(ln)
-    head = lines[:start] if start is not None else lines
-    err = next(
-        (
-            ln.strip()
-            for ln in head
-            if re.match(r"\s*(\w*(Error|Exception)\b|assert\b|Failed\b)", ln)
-        ),
-        "",
-    )
-    raw = text.splitlines()
-    first_e = next((i for i, ln in enumerate(raw) if ln.startswith("E ")), len(raw))
-    src = next((ln[1:].strip() for ln in reversed(raw[:first_e]) if ln.startswith(">")), "")
-    width = min((len(ln) - len(ln.lstrip()) for ln in body), default=0)
-    body = [ln[width:] for ln in body]
-    if len(body) > _MAX_LINES:
-        body = [*body[: _MAX_LINES - 1], f"... ({len(body) - _MAX_LINES + 1} more lines)"]
-    text = "\n".join(
-        [*([f"at: {src[:300]}"] if src else []), *([f"failed: {err[:300]}"] if err else []), *body]
-    )
+def _unaddressed(text: str) -> str:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", text)  # object addresses differ per run
 
 
-class Recorder:
-    """Folds setup/call/teardown reports into one record per test."""
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first exception of a (nested) exception group; ``exc`` itself otherwise."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def failure_text(excinfo: pytest.ExceptionInfo[BaseException], test_file: Path, root: Path) -> str:
+    """Where a test failed, what failed (with its values), and Hypothesis's example.
+
+    * ``at:`` the statement of the test file that raised (or called what raised), from the
+      exception's traceback, with its line number;
+    * ``failed:`` pytest's representation of the exception (``ExceptionInfo.exconly``):
+      for an ``assert``, the assertion with its values and pytest's ``where`` lines;
+    * then the notes Hypothesis attached: the falsifying example with its labelled draws.
+
+    Of several distinct failures (an exception group) the first is shown.
+    """
+    exc = _first_leaf(excinfo.value)
+    info = excinfo if exc is excinfo.value else pytest.ExceptionInfo.from_exception(exc)
+    notes = [str(n) for n in getattr(exc, "__notes__", ())]
+    message = info.exconly(tryshort=True)
+    for note in reversed(notes):  # exconly ends with the notes (Python >= 3.11)
+        message = message.removesuffix("\n" + note)
+    lines = message.splitlines() or [type(exc).__name__]
+    if len(lines) > _MAX_MESSAGE_LINES:
+        extra = len(lines) - _MAX_MESSAGE_LINES + 1
+        lines = [*lines[: _MAX_MESSAGE_LINES - 1], f"... ({extra} more lines)"]
+    out = []
+    entries = [e for e in info.traceback if Path(e.path) == test_file] or list(info.traceback)
+    if entries:
+        e = entries[-1]
+        try:
+            where = Path(e.path).resolve().relative_to(root.resolve())
+        except ValueError:
+            where = Path(e.path)
+        stmt = " ".join(ln.strip() for ln in str(e.statement).splitlines())
+        out.append(_clip(f"at: {where}:{e.lineno + 1}: {stmt}"))
+    out.append(_clip(f"failed: {lines[0]}"))
+    out += [_clip(f"  {ln}") for ln in lines[1:]]
+    for note in notes:
+        for ln in note.splitlines():
+            if ln.strip().startswith(("You can reproduce", "@reproduce_failure")):
+                break
+            out.append(_clip(ln))
+    if len(out) > _MAX_LINES:
+        out = [*out[: _MAX_LINES - 1], f"... ({len(out) - _MAX_LINES + 1} more lines)"]
+    return _unaddressed("\n".join(ln.rstrip() for ln in out).rstrip())
+
+
+class Recorder(ResultsRecorder):
+    """The results recorder plus skip reasons, failures and progress lines."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.records: dict[str, dict[str, Any]] = {}
+        super().__init__(path)
+        self.config: pytest.Config | None = None
         self.total = 0
+        self.current: str | None = None
+        self.shrinking: set[str] = set()
+        self._observing = _observe_failures(self._on_failing_example)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember how many tests will run."""
+        self.config = session.config
         self.total = len(session.items)
 
+    def _say(self, line: str) -> None:
+        """Print ``line`` on the real stdout, also while pytest captures a test's output."""
+        capman = self.config.pluginmanager.getplugin("capturemanager") if self.config else None
+        if capman is None:
+            print(f"\n{PREFIX} {line}", flush=True)
+            return
+        with capman.global_and_fixture_disabled():
+            print(f"\n{PREFIX} {line}", flush=True)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        """Remember the running test (for the shrinking line)."""
+        self.current = nodeid
+
+    def _on_failing_example(self, test: str) -> None:
+        # ``test``: the nodeid of a @given test; a ``find()`` inside a test (searching for
+        # an example that satisfies a condition: no failure) reports its own name
+        here = self.current
+        if here and here == test and here not in self.shrinking:
+            self.shrinking.add(here)
+            self._say(f"shrinking {here}")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        """Attach what failed to the report, read from the exception itself."""
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed and call.excinfo is not None:
+            from hypothesis.errors import Unsatisfiable
+
+            unsat = call.excinfo.errisinstance(Unsatisfiable)
+            text = "" if unsat else failure_text(call.excinfo, item.path, item.config.rootpath)
+            leaf = _first_leaf(call.excinfo.value)
+            broke = str(leaf).splitlines()[0] if isinstance(leaf, ProtocolViolation) else ""
+            report.user_properties.append((_FAILURE, json.dumps([unsat, text, broke])))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Record one phase; print the progress line after teardown."""
-        rec = self.records.setdefault(report.nodeid, self._new(report))
-        if report.failed and "hypothesis.errors.Unsatisfiable" in report.longreprtext:
-            rec["outcome"] = "skipped"  # every drawn example was outside the domain
+        """Fold one phase (the base class), add reason and example; progress at teardown."""
+        super().pytest_runtest_logreport(report)
+        rec = self.results[report.nodeid]
+        for key in _EXTRA:
+            rec.setdefault(key, "")
+        failure = next((json.loads(v) for k, v in report.user_properties if k == _FAILURE), None)
+        if failure is not None and failure[0]:  # every drawn example was outside the domain
+            rec["outcome"] = "skipped"
             rec["reason"] = (
                 f"{NA_PREFIX} every drawn example was outside the implementation's domain"
             )
         elif report.failed:
-            rec["outcome"] = "failed" if report.when == "call" else "error"
-            rec["example"] = failing_example(report.longreprtext)
-        elif report.skipped and rec["outcome"] is None:
-            rec["outcome"] = "skipped"
+            rec["example"] = failure[1] if failure else report.longreprtext
+            rec["violation"] = failure[2] if failure else ""
+        elif report.skipped and not rec["reason"]:
             lr = report.longrepr
             rec["reason"] = str(lr[2]).removeprefix("Skipped: ") if isinstance(lr, tuple) else ""
-        elif report.when == "call" and rec["outcome"] is None:
-            rec["outcome"] = "passed"
         if report.when == "teardown":
-            done = sum(1 for r in self.records.values() if r["outcome"] is not None)
-            print(f"\n{PREFIX} {done}/{self.total} {rec['outcome']} {report.nodeid}", flush=True)
-
-    @staticmethod
-    def _new(report: pytest.TestReport) -> dict[str, Any]:
-        att: dict[str, Any] = {"theorems": [], "implementation": None}
-        for key, value in getattr(report, "user_properties", ()):
-            if key == "pyverify":
-                att = json.loads(value)
-        return {"nodeid": report.nodeid, **att, "outcome": None, "reason": "", "example": ""}
+            done = sum(1 for r in self.results.values() if r["outcome"] is not None)
+            self._say(f"{done}/{self.total} {rec['outcome']} {report.nodeid}")
 
     def pytest_sessionfinish(self) -> None:
-        """Write the records."""
-        rows = sorted(self.records.values(), key=lambda r: r["nodeid"])
-        for r in rows:
-            r["outcome"] = r["outcome"] or "error"
-        self.path.write_text(json.dumps({"tests": rows}, indent=1, sort_keys=True), "utf-8")
+        """Write the records (the base class) and stop observing Hypothesis."""
+        if self._observing is not None:
+            self._observing()
+        for rec in self.results.values():
+            for key in _EXTRA:
+                rec.setdefault(key, "")
+        super().pytest_sessionfinish()
+
+
+def _observe_failures(on_failure: Any) -> Any:
+    """Call ``on_failure(test)`` on every failing Hypothesis test case; returns the undo.
+
+    Uses Hypothesis's observability callbacks, with its coverage collection off (it
+    would trace every line of every example). None where this Hypothesis lacks them.
+    """
+    try:
+        from hypothesis.internal import observability as obs
+    except ImportError:  # pragma: no cover (older Hypothesis)
+        return None
+    add = getattr(obs, "add_observability_callback", None)
+    remove = getattr(obs, "remove_observability_callback", None)
+    if add is None or remove is None:  # pragma: no cover
+        return None
+    obs.OBSERVABILITY_COLLECT_COVERAGE = False
+
+    def callback(observation: Any) -> None:
+        if getattr(observation, "type", None) == "test_case" and observation.status == "failed":
+            on_failure(str(observation.property))
+
+    add(callback)
+    return lambda: remove(callback)

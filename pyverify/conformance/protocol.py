@@ -1,7 +1,8 @@
 """The public implementation protocol: what a PLGA implementation offers the theorem suite.
 
 An implementation is an object with three declarations and the methods of the
-capability groups it names (see ``docs/conformance.md`` for a worked adapter):
+capability groups it names (see ``docs/conformance.md`` for a worked adapter; what each
+method computes, with the steps 1-8 of one head, is ``docs/plga-spec.md``):
 
 ``name`` : str
     How it is named in test ids and reports (not ``"reference"`` or ``"kernels"``,
@@ -18,8 +19,10 @@ each device and dtype checked, and once as ``factory()`` to read the declaration
 
 Inputs are NumPy float64 arrays (round them to your dtype on entry) and
 :mod:`pyverify.reference` parameter dataclasses; outputs may be NumPy arrays or torch
-tensors on any device. Method signatures, by group (``[optional]`` ones may be left out:
-the tests that need them are then reported "not applicable", naming the method):
+tensors on any device, real floating point, of the shapes below, finite
+(:class:`~pyverify.conformance.subject.ProtocolViolation` otherwise). Method signatures,
+by group (``[optional]`` ones may be left out: the tests that need them are then
+reported "not applicable", naming the method):
 
 ``head``
     ``plga(q, k, v, params, *, G=None, A=None, causal=True)`` -> a :class:`HeadResult`

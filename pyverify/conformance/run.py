@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,8 @@ from pathlib import Path
 from pyverify.conformance.collector import PREFIX
 from pyverify.conformance.loading import ENV_DEVICES, ENV_DTYPES, ENV_IMPL, load
 from pyverify.conformance.subject import Subject
-from pyverify.conformance.sweep import SweepRow, run_sweep
+from pyverify.conformance.sweep import run_sweep
+from pyverify.crosscheck.results import CrosscheckRow
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.paths import repo_root
@@ -40,17 +42,26 @@ class CheckRun:
     ids: tuple[str, ...]
     quick: bool
     tests: list[dict]
-    sweep: list[SweepRow] | None
+    sweep: list[CrosscheckRow] | None
     seconds: float
     pytest_exit: int
     log_tail: str
 
 
 def parse_ids(text: Sequence[str] | None) -> tuple[str, ...]:
-    """``--ids a,b --ids c`` -> the IDs, in the spec's order (unknown ID: user error)."""
-    if not text:
+    """``--ids a,b --ids c`` -> the IDs, in the spec's order (None: every checkable ID).
+
+    Raises
+    ------
+    pyverify.errors.InputValueError
+        An unknown ID, an ID about the suite's own measurements (not an implementation),
+        or ``--ids`` given with no ID in it (``--ids ''``).
+    """
+    if text is None:
         return CHECK_IDS
     asked = {x.strip() for t in text for x in t.split(",") if x.strip()}
+    if not asked:
+        raise InputValueError("--ids: no theorem ID given (leave --ids out to check every ID)")
     for x in sorted(asked):
         if x in SUITE_IDS:
             raise InputValueError(f"--ids: {x!r} is about pyverify's own measurements, not an "
@@ -60,8 +71,38 @@ def parse_ids(text: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(i for i in CHECK_IDS if i in asked)
 
 
+class _Progress:
+    """Turns the collector's lines into progress lines with an ETA."""
+
+    def __init__(self, say: Progress) -> None:
+        self.say = say
+        self.start: float | None = None
+
+    def __call__(self, line: str) -> None:
+        head, _, rest = line[len(PREFIX) :].strip().partition(" ")
+        if head == "shrinking":
+            self.say(f"check: {rest}: a failing example found; Hypothesis is shrinking it")
+            return
+        done, _, total = head.partition("/")
+        now = time.perf_counter()
+        if self.start is None:  # the first test's time is unknown: count from here
+            self.start = now
+            self.first = int(done)
+        n = int(done) - self.first
+        eta = ""
+        if n > 0:
+            left = (now - self.start) / n * (int(total) - int(done))
+            eta = f", ETA {int(left) // 60}:{int(left) % 60:02d}"
+        self.say(f"check: [{head}{eta}] {rest}")
+
+
 def _pytest(subjects: list[Subject], spec: str, ids: tuple[str, ...], quick: bool,
             progress: Progress | None) -> tuple[list[dict], int, str]:  # fmt: skip
+    """Run ``property_tests`` on ``spec`` in a subprocess; its records, exit status, log tail.
+
+    The subprocess works in a temporary folder (Hypothesis's storage directory, pytest's
+    files, no bytecode): nothing is written into the checkout or the working directory.
+    """
     root = repo_root()
     env = dict(os.environ)
     env.pop("PYTEST_ADDOPTS", None)
@@ -70,20 +111,23 @@ def _pytest(subjects: list[Subject], spec: str, ids: tuple[str, ...], quick: boo
     env[ENV_DTYPES] = ",".join(sorted({s.dtype for s in subjects}))
     env["PYVERIFY_IDS"] = "" if ids == CHECK_IDS else ",".join(ids)
     env["HYPOTHESIS_PROFILE"] = "quick" if quick else "ci"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+    lines = _Progress(progress) if progress else None
     with tempfile.TemporaryDirectory(prefix="pyverify-check-") as tmp:
         out = Path(tmp) / "records.json"
-        cmd = [sys.executable, "-m", "pytest", "property_tests", "-q", "-p", "no:cacheprovider",
-               "-p", "no:xdist", "-p", "pyverify.conformance.collector",
-               f"--pyverify-check={out}"]  # fmt: skip
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE,
+        env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(Path(tmp) / "hypothesis")
+        cmd = [sys.executable, "-m", "pytest", str(root / "property_tests"), f"--rootdir={root}",
+               "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:benchmark",
+               "-p", "pyverify.conformance.collector", f"--pyverify-check={out}"]  # fmt: skip
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)  # fmt: skip
         tail: list[str] = []
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.startswith(PREFIX):
-                if progress:
-                    progress("check: " + line[len(PREFIX) :].strip())
+                if lines:
+                    lines(line)
             elif line.strip():
                 tail = [*tail[-40:], line.rstrip()]
         code = proc.wait()
@@ -107,8 +151,6 @@ def run_check(
     pyverify.errors.UserError
         The implementation cannot be loaded or breaks the protocol (one line).
     """
-    import time
-
     t0 = time.perf_counter()
     subjects = load(spec, devices, dtypes)
     first = subjects[0]

@@ -1,106 +1,128 @@
-"""The cross-check sweep of a plugin against the float64 reference, stage by stage.
+"""The cross-check sweep of a plugin against the float64 reference: the cross-check's own.
 
-Deterministic cases (seeded by their id): random heads (uncached: A, A_LM, A_P, G and the
-output), the same heads G-cached, and the paper's trained ``G_LM`` operators G-cached
-(large scores). The plugin gets inputs rounded to its dtype; the reference runs in float64
-on the same rounded inputs. Errors are norm-wise relative (``max|x - y| / max|y|``);
-tolerances are the suite's (:mod:`pyverify.tolerance`): float64 ``1e-12`` every stage;
-below float64, deductive stages at the float32 tolerance and the output within twice
-torch's own SDPA error at that dtype (the control) plus its floor.
+The cases are those of ``pyverify crosscheck`` (:func:`pyverify.crosscheck.list_cases`,
+kinds ``random`` and ``trained``, at the subject's dtype), with the same seeded inputs,
+heads and float64 reference results (:func:`~pyverify.crosscheck.runners.random_reference`,
+:func:`~pyverify.crosscheck.runners.trained_reference`: one reference forward per case),
+compared by the same :class:`~pyverify.crosscheck.compare.Comparer` and held to the same
+tolerances as the kernels' uncached and G-cached paths (:mod:`pyverify.tolerance`). The
+plugin runs one head per (batch, head) slice of a case:
+
+* ``random``: uncached (stages ``A``, ``A_LM``, ``A_P``, ``G``, ``output``), and G-cached
+  with the reference's ``G`` (``output``, against the same reference output);
+* ``trained``: the paper's trained ``G_LM`` of one layer, G-cached (``output``; large
+  scores).
+
+Deductive stages the plugin does not return are not compared. Rows are
+:class:`~pyverify.crosscheck.CrosscheckRow`; their errors are machine-dependent (the
+verdict keeps only pass/fail).
 """
 
 from __future__ import annotations
 
-import math
-import zlib
-from dataclasses import dataclass
+import dataclasses
+import functools
+import time
 
 import numpy as np
 import torch
 
 from pyverify.conformance.subject import Subject
-from pyverify.crosscheck.compare import sdpa_error, slice_errors
+from pyverify.crosscheck.cases import Case, list_cases
+from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
+from pyverify.crosscheck.results import CrosscheckRow
+from pyverify.crosscheck.runners import random_reference, run_case, trained_reference
 from pyverify.output import Progress
-from pyverify.precision import TORCH_DTYPES
-from pyverify.reference import PLGAParams, plga_forward_full
-from pyverify.tolerance import output_tolerances, stage_tolerances
+from pyverify.tolerance import output_tolerance_rules, output_tolerances, stage_tolerances
 
-__all__ = ["SweepRow", "run_sweep"]
+__all__ = ["run_sweep", "sweep_cases"]
 
-_RANDOM_FULL = [(1, 2), (8, 4), (9, 8), (17, 16), (33, 8), (64, 16), (96, 32)]
-_RANDOM_QUICK = [(9, 8), (33, 16)]
-_TRAINED_FULL = [(64, layer, head) for layer in range(5) for head in (0, 7, 13)]
-_TRAINED_QUICK = [(64, 0, 0), (64, 4, 13)]
+_DEDUCTIVE = ("A", "A_LM", "A_P", "G")
 
 
-@dataclass(frozen=True)
-class SweepRow:
-    """One compared stage of one case (``error`` is machine-dependent: not in the verdict)."""
-
-    case: str
-    stage: str
-    error: float
-    tolerance: float
-
-    @property
-    def passed(self) -> bool:
-        """Whether the error is finite and within the tolerance."""
-        return math.isfinite(self.error) and self.error <= self.tolerance
+def sweep_cases(sub: Subject, *, quick: bool) -> list[Case]:
+    """The cross-check's ``random`` and ``trained`` cases at ``sub``'s device and dtype."""
+    cases = list_cases(["cpu"], [sub.dtype], quick)
+    kinds = ("random", "trained")
+    return [dataclasses.replace(c, device=sub.device) for c in cases if c.kind in kinds]
 
 
-def _rng(case: str) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32(case.encode()))
+def _on_cpu(case: Case) -> Case:
+    """The same inputs generated on the CPU (a case's seed does not depend on its device)."""
+    return dataclasses.replace(case, device="cpu")
 
 
-def _out_tol(sub: Subject, q, k, v, G) -> float:
-    """The output tolerance: torch SDPA's own error at the dtype is the control."""
-    if sub.dtype == "float64":
-        return output_tolerances("float64", 0.0, 0.0)[0]
-    t = TORCH_DTYPES[sub.dtype]
-    q4, k4, v4 = (torch.as_tensor(x)[None, None].to(t) for x in (q, k, v))
-    e_qg = sdpa_error(q4, k4, v4, torch.as_tensor(q @ G)[None, None])
-    return output_tolerances(sub.dtype, sdpa_error(q4, k4, v4, q4.double()), e_qg)[0]
+def _output_tolerance(case: Case, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      G: np.ndarray) -> tuple[float, str | None]:  # fmt: skip
+    """The kernels' uncached/G-cached output tolerance and its rule, for these inputs."""
+    G64 = torch.as_tensor(np.asarray(G, dtype=np.float64))
+    e_sdpa = sdpa_error(q, k, v, q.double())
+    e_qg = sdpa_error(q, k, v, torch.matmul(q.double(), G64))
+    return output_tolerances(case.dtype, e_sdpa, e_qg)[0], output_tolerance_rules(case.dtype)[0]
 
 
-def _compare(sub: Subject, case: str, q, k, v, params, G=None) -> list[SweepRow]:
-    case = f"{sub} {case}"
-    q, k, v = sub.round(q), sub.round(k), sub.round(v)
-    dummy = PLGAParams.random(dk=q.shape[1], a_dff=1, num_reslayer=0, num_dense=0, seed=0)
-    ref = plga_forward_full(q, k, v, dummy if params is None else params, True, G=G)
-    got = sub.plga(q, k, v, params, G=G, causal=True)
-    tol_ded, _ = stage_tolerances(sub.dtype)
-    rows = []
-    if G is None:
-        for n in ("A", "A_LM", "A_P", "G"):
-            err = float(slice_errors(getattr(got, n), getattr(ref.ded, n)).max())
-            rows.append(SweepRow(case, n, err, tol_ded))
-    err = float(slice_errors(got.out, ref.out).max())
-    rows.append(SweepRow(case, "output", err, _out_tol(sub, q, k, v, ref.ded.G)))
+def _heads(sub: Subject, q, k, v, params, G) -> list[list]:
+    """``sub.plga`` on every (batch, head) slice (``params``/``G`` per head or None)."""
+    B, H = q.shape[:2]
+    return [
+        [sub.plga(q[b, h], k[b, h], v[b, h], None if params is None else params[h],
+                  G=None if G is None else G[b, h] if G.ndim == 4 else G[h])
+         for h in range(H)]
+        for b in range(B)
+    ]  # fmt: skip
+
+
+def _stack(res: list[list], name: str) -> np.ndarray | None:
+    vals = [[getattr(r, name) for r in row] for row in res]
+    if any(x is None for row in vals for x in row):
+        return None
+    return np.stack([np.stack(row) for row in vals])
+
+
+def _random(sub: Subject, case: Case) -> list[CrosscheckRow]:
+    (qt, kt, vt), heads, ref = random_reference(_on_cpu(case))
+    q, k, v = (as_numpy(t) for t in (qt, kt, vt))
+    tol_ded, _ = stage_tolerances(case.dtype)
+    tol_out, rule_out = _output_tolerance(case, qt, kt, vt, ref.ded.G)
+    unc = Comparer(case, f"{sub.name}.uncached", "reference.float64")
+    res = _heads(sub, q, k, v, heads, None)
+    rows = [
+        unc.stage(n, got, getattr(ref.ded, n), tol_ded)
+        for n in _DEDUCTIVE
+        if (got := _stack(res, n)) is not None
+    ]
+    rows.append(unc.stage("output", _stack(res, "out"), ref.out, tol_out, rule=rule_out))
+    cached = _heads(sub, q, k, v, heads, ref.ded.G)  # the reference's G: the same output
+    g_cmp = Comparer(case, f"{sub.name}.g_cached", "reference.float64")
+    out = _stack(cached, "out")
+    rows.append(g_cmp.stage("output", out, ref.out, tol_out, ("cache_equivalence",), rule=rule_out))
     return rows
 
 
-def run_sweep(sub: Subject, *, quick: bool, progress: Progress | None = None) -> list[SweepRow]:
-    """Every case of the sweep on ``sub`` (which offers ``head``)."""
-    from pyverify.reference import load_g_lm
+def _trained(sub: Subject, case: Case) -> list[CrosscheckRow]:
+    (qt, kt, vt), g, ref = trained_reference(_on_cpu(case))
+    q, k, v = (as_numpy(t) for t in (qt, kt, vt))
+    tol_out, rule_out = _output_tolerance(case, qt, kt, vt, g[None])
+    note = f"G_LM layer {case.layer}; max|E| {np.abs(ref.E).max():.3g}"
+    out = _stack(_heads(sub, q, k, v, None, np.asarray(g, dtype=np.float64)), "out")
+    cmp = Comparer(case, f"{sub.name}.g_cached", "reference.float64", note)
+    return [cmp.stage("output", out, ref.out, tol_out, ("cache_equivalence",), rule=rule_out)]
 
-    rows: list[SweepRow] = []
-    for S, dk in _RANDOM_QUICK if quick else _RANDOM_FULL:
-        case = f"random-S{S}dk{dk}"
-        rng = _rng(case)
-        q, k, v = (rng.standard_normal((S, dk)) for _ in range(3))
-        params = PLGAParams.random(dk=dk, a_dff=dk + 4, num_reslayer=2, num_dense=2,
-                                   seed=zlib.crc32(case.encode()))  # fmt: skip
-        rows += _compare(sub, case, q, k, v, params)
-        G = plga_forward_full(sub.round(q), sub.round(q), sub.round(q), params, True).ded.G
-        rows += _compare(sub, case + "-gcached", q, k, v, None, G=G)
+
+def run_sweep(
+    sub: Subject, *, quick: bool, progress: Progress | None = None
+) -> list[CrosscheckRow]:
+    """Every case of the sweep on ``sub`` (which offers ``head``)."""
+    cases = sweep_cases(sub, quick=quick)
+    rows: list[CrosscheckRow] = []
+    start = time.perf_counter()
+    for i, case in enumerate(cases, 1):
+        got = run_case(case, functools.partial(_random if case.kind == "random" else _trained, sub))
+        rows += got
         if progress:
-            progress(f"check: sweep {sub} {case}")
-    g_all = load_g_lm("trained")
-    for S, layer, head in _TRAINED_QUICK if quick else _TRAINED_FULL:
-        case = f"trained-S{S}-L{layer}H{head}"
-        rng = _rng(case)
-        q, k, v = (rng.standard_normal((S, g_all.shape[-1])) for _ in range(3))
-        rows += _compare(sub, case, q, k, v, None, G=np.asarray(g_all[layer, head], np.float64))
-        if progress:
-            progress(f"check: sweep {sub} {case}")
+            left = (time.perf_counter() - start) / i * (len(cases) - i)
+            bad = [f"{r.path}:{r.stage}" for r in got if not r.passed]
+            verdict = f"FAILED ({', '.join(bad)})" if bad else "ok"
+            progress(f"check: sweep [{i}/{len(cases)}, ETA {int(left) // 60}:{int(left) % 60:02d}]"
+                     f" {case.case_id} {sub.name}: {verdict}")  # fmt: skip
     return rows

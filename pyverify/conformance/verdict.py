@@ -10,15 +10,19 @@ Per theorem ID, over the tests of that ID that ran on the implementation:
 * ``not run`` -- tests were skipped for another reason, or none of the ID's property
   tests takes a plugin (exact or kernel-internal checks only).
 
-The check fails (exit 1) when any ID failed, the sweep failed, or the suite itself did not
-run cleanly. ``<name>.json`` is deterministic (no timings, no error figures); those are in
-``<name>.measured.json``.
+A result that broke the protocol (:class:`~pyverify.conformance.subject.ProtocolViolation`)
+fails the tests that met it; its distinct one-line messages are listed as well
+(``protocol_violations``). The check fails (exit 1) when any ID failed, the sweep failed,
+or the suite itself did not run cleanly. ``<name>.json`` is deterministic (no timings, no
+error figures); those are in ``<name>.measured.json``. :func:`write_junit` gives CI the
+same verdict as JUnit XML.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +31,9 @@ from pyverify.conformance.subject import NA_PREFIX
 from pyverify.output import table, write_json, write_text
 from pyverify.theorems import SUMMARIES
 
-__all__ = ["format_table", "verdict", "write_reports"]
+__all__ = ["format_table", "verdict", "write_junit", "write_reports"]
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 def _id_verdict(tests: list[dict]) -> dict[str, Any]:
@@ -65,6 +69,18 @@ def _id_verdict(tests: list[dict]) -> dict[str, Any]:
     }
 
 
+def _violations(tests: list[dict]) -> list[str]:
+    """The distinct protocol violations, the first message (in test order) of each kind.
+
+    Messages alike but for their numbers (shapes, counts) are one kind.
+    """
+    first: dict[str, str] = {}
+    for t in sorted(tests, key=lambda t: t["nodeid"]):
+        if t.get("violation"):
+            first.setdefault(re.sub(r"\d+", "#", t["violation"]), t["violation"])
+    return sorted(first.values())
+
+
 def verdict(run: CheckRun) -> dict[str, Any]:
     """The deterministic verdict of a run (what ``<name>.json`` holds)."""
     theorems = {i: _id_verdict([t for t in run.tests if i in t["theorems"]]) for i in run.ids}
@@ -76,7 +92,11 @@ def verdict(run: CheckRun) -> dict[str, Any]:
     suite_ok = run.pytest_exit in (0, 1) and checked and not unattributed
     sweep = None
     if run.sweep is not None:
-        rows = [{"case": r.case, "stage": r.stage, "passed": r.passed} for r in run.sweep]
+        rows = [
+            {"case": r.case, "path": r.path, "stage": r.stage, "passed": r.passed}
+            | ({"error": r.note} if r.stage == "error" else {})  # a crash: its message
+            for r in run.sweep
+        ]
         ok = all(r["passed"] for r in rows)
         sweep = {"verdict": "passed" if ok else "failed", "rows": rows}
     ok = (
@@ -100,6 +120,7 @@ def verdict(run: CheckRun) -> dict[str, Any]:
         else "a failing test names no theorem ID",
         "theorems": theorems,
         "crosscheck": sweep,
+        "protocol_violations": _violations(run.tests),
         "ok": ok,
     }
 
@@ -123,11 +144,14 @@ def format_table(v: dict[str, Any]) -> str:
     rows = [(i, d["verdict"], _detail(d)) for i, d in v["theorems"].items()]
     if v["crosscheck"] is not None:
         cc = v["crosscheck"]
-        bad = [f"{r['case']} {r['stage']}" for r in cc["rows"] if not r["passed"]]
+        bad = [f"{r['case']} {r['path']} {r['stage']}" for r in cc["rows"] if not r["passed"]]
         rows.append(("(crosscheck vs float64 reference)", cc["verdict"],
                      f"{len(cc['rows']) - len(bad)}/{len(cc['rows'])} stages within tolerance"
                      + (f"; first failure: {bad[0]}" if bad else "")))  # fmt: skip
     out = [table(("theorem ID", "verdict", "detail"), rows)]
+    if v["protocol_violations"]:
+        out += ["", "protocol violations (each fails the tests that met it):"]
+        out += [f"  {x}" for x in v["protocol_violations"]]
     for i, d in v["theorems"].items():
         ex = d["smallest_failing_example"]
         if ex:
@@ -161,6 +185,9 @@ def _markdown(v: dict[str, Any]) -> str:
         lines += ["", f"Cross-check sweep against the float64 reference: **{cc['verdict']}** "
                   f"({n_ok}/{len(cc['rows'])} stages within tolerance; errors in "
                   f"`{v['implementation']}.measured.json`)."]  # fmt: skip
+    if v["protocol_violations"]:
+        lines += ["", "Protocol violations (each fails the tests that met it):", ""]
+        lines += [f"* `{x}`" for x in v["protocol_violations"]]
     for i, d in v["theorems"].items():
         ex = d["smallest_failing_example"]
         if ex:
@@ -186,9 +213,60 @@ def write_reports(run: CheckRun, v: dict[str, Any], folder: Path) -> list[Path]:
         "crosscheck": None
         if run.sweep is None
         else [
-            {"case": r.case, "stage": r.stage, "error": r.error, "tolerance": r.tolerance}
+            {
+                "case": r.case,
+                "path": r.path,
+                "stage": r.stage,
+                "error": r.max_rel,
+                "tolerance": r.tolerance,
+                "rule": r.tolerance_rule,
+                "note": r.note,
+            }
             for r in run.sweep
         ],
     }
     write_json(ms, measured)
     return [md, js, ms]
+
+
+def write_junit(v: dict[str, Any], path: Path) -> None:
+    """Write the verdict as JUnit XML for CI: one test case per theorem ID, plus the sweep.
+
+    ``failed`` IDs carry their smallest failing example, ``not applicable`` and ``not run``
+    ones are skipped with the reason; a suite that did not run cleanly is an error. No
+    timings: the file is as deterministic as ``<name>.json``.
+    """
+    import xml.etree.ElementTree as ET
+
+    name = v["implementation"]
+    suite = ET.Element("testsuite", name=f"pyverify check {name}")
+    counts = {"tests": 0, "failures": 0, "skipped": 0, "errors": 0}
+
+    def case(test: str, kind: str | None = None, message: str = "", text: str = "") -> None:
+        el = ET.SubElement(suite, "testcase", classname=f"pyverify.check.{name}", name=test)
+        counts["tests"] += 1
+        if kind is not None:
+            counts["failures" if kind == "failure" else "errors" if kind == "error" else kind] += 1
+            sub = ET.SubElement(el, kind, message=message)
+            sub.text = text or None
+
+    for i, d in v["theorems"].items():
+        if d["verdict"] == "failed":
+            ex = d["smallest_failing_example"]
+            case(i, "failure", _detail(d), f"{ex['test']}\n{ex['example']}")
+        elif d["verdict"] == "passed":
+            case(i)
+        else:
+            case(i, "skipped", f"{d['verdict']}: {_detail(d)}")
+    if v["crosscheck"] is not None:
+        bad = [r for r in v["crosscheck"]["rows"] if not r["passed"]]
+        lines = [f"{r['case']} {r['path']} {r['stage']} {r.get('error', '')}".rstrip() for r in bad]
+        case(
+            "crosscheck", "failure" if bad else None, f"{len(bad)} stages failed", "\n".join(lines)
+        )
+    if v["suite"] != "ran":
+        case("property suite", "error", v["suite"])
+    for key, n in counts.items():
+        suite.set(key, str(n))
+    ET.indent(suite)
+    write_text(path, ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")

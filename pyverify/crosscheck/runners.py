@@ -33,7 +33,7 @@ from pyverify.tolerance import (
     stage_tolerances,
 )
 
-__all__ = ["run_case", "run_crosscheck"]
+__all__ = ["random_reference", "run_case", "run_crosscheck", "trained_reference"]
 
 
 # Metric-learner sizes of the random heads (as the kernel tests).
@@ -84,13 +84,37 @@ def _dummy_head(dk: int) -> Any:
     return PLGAParams.random(dk, 1, 0, 0, seed=0)
 
 
-def _run_random(case: Case) -> list[CrosscheckRow]:
-    import pyverify.kernels as kern
+def random_reference(case: Case) -> tuple[tuple[torch.Tensor, ...], list, Any]:
+    """A ``random`` case's ``(q, k, v)`` (rounded, on its device), heads and float64 result."""
     from pyverify.reference import plga_forward_batched
 
     heads = _reference_heads(case)
     q, k, v = _inputs(case)
     ref = plga_forward_batched(*(as_numpy(t) for t in (q, k, v)), heads, causal=True)
+    return (q, k, v), heads, ref
+
+
+def trained_reference(case: Case) -> tuple[tuple[torch.Tensor, ...], np.ndarray, Any]:
+    """A ``trained`` case's ``(q, k, v)``, its layer's ``G_LM`` (H, dk, dk), float64 result."""
+    from pyverify.reference import plga_forward_batched
+
+    _B, H, _S, dk = case.shape
+    g_all = load_g_lm("trained")
+    layer = int(case.layer or 0)
+    if g_all.shape[1] != H or g_all.shape[2] != dk or not 0 <= layer < g_all.shape[0]:
+        raise ValueError(
+            f"trained G_LM has shape {g_all.shape}; case needs layer {layer}, H={H}, dk={dk}"
+        )
+    g = g_all[layer]
+    q, k, v = _inputs(case)
+    ref = plga_forward_batched(*(as_numpy(t) for t in (q, k, v)), _dummy_head(dk), True, G=g)
+    return (q, k, v), g, ref
+
+
+def _run_random(case: Case) -> list[CrosscheckRow]:
+    import pyverify.kernels as kern
+
+    (q, k, v), heads, ref = random_reference(case)
     p = kern.from_reference(heads, case.device, compute_dtype(case.dtype))
     out, ded = kern.plga_attention(q, k, v, p, return_deductive=True)
     G_ref = torch.tensor(ref.ded.G, device=case.device)
@@ -163,18 +187,9 @@ def _run_mpmath(case: Case) -> list[CrosscheckRow]:
 
 def _run_trained(case: Case) -> list[CrosscheckRow]:
     import pyverify.kernels as kern
-    from pyverify.reference import plga_forward_batched
 
-    _B, H, _S, dk = case.shape
-    g_all = load_g_lm("trained")
+    (q, k, v), g, ref = trained_reference(case)
     layer = int(case.layer or 0)
-    if g_all.shape[1] != H or g_all.shape[2] != dk or not 0 <= layer < g_all.shape[0]:
-        raise ValueError(
-            f"trained G_LM has shape {g_all.shape}; case needs layer {layer}, H={H}, dk={dk}"
-        )
-    g = g_all[layer]
-    q, k, v = _inputs(case)
-    ref = plga_forward_batched(*(as_numpy(t) for t in (q, k, v)), _dummy_head(dk), True, G=g)
     G64 = torch.tensor(g, device=case.device)
     Gk = G64.to(compute_dtype(case.dtype))  # exact: the file holds float32 numbers
     e_sdpa = sdpa_error(q, k, v, q.double())
@@ -235,11 +250,16 @@ _RUNNERS: dict[str, Callable[[Case], list[CrosscheckRow]]] = {
 }
 
 
-def run_case(case: Case) -> list[CrosscheckRow]:
-    """Run one case; an exception becomes one failed ``error`` row (nothing is hidden)."""
+def run_case(
+    case: Case, runner: Callable[[Case], list[CrosscheckRow]] | None = None
+) -> list[CrosscheckRow]:
+    """Run one case; an exception becomes one failed ``error`` row (nothing is hidden).
+
+    ``runner``: what checks the case (default: the kernels' runner of its kind).
+    """
     try:
         with torch.inference_mode():
-            return _RUNNERS[case.kind](case)
+            return (runner or _RUNNERS[case.kind])(case)
     except Exception as exc:  # a crash is a failure of the case, reported as such
         return [
             Comparer(case, "-", "-").row(

@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import torch
 
 from pyverify.cli import main
 from pyverify.conformance.loading import ImplementationError, load
@@ -16,6 +17,7 @@ from pyverify.conformance.shipped import KernelsPLGA, ReferencePLGA
 from pyverify.conformance.verdict import verdict
 from pyverify.errors import InputValueError
 from pyverify.testing import impls
+from pyverify.theorems import THEOREM_IDS
 
 GOOD = """
     class Impl:
@@ -143,3 +145,122 @@ def test_shipped_implementations_are_plugins_of_the_same_protocol():
     np.testing.assert_allclose(ker[0].rope(q), ref.rope(q), rtol=0, atol=1e-6)
     with pytest.raises(ImplementationError, match="reserved"):
         load("pyverify.conformance.shipped:reference")
+
+
+def test_empty_ids_is_a_user_error(capsys):
+    for text in ([""], [" , "], ["", ""]):
+        with pytest.raises(InputValueError, match="--ids: no theorem ID given"):
+            parse_ids(text)
+    assert parse_ids(None) == THEOREM_IDS
+    code = main(["check", "--impl", "no_such_module:factory", "--ids", ""])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--ids" in err[0], err
+
+
+def test_help_lists_exit_codes_and_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in ("exit status:", "0 no theorem ID failed", "1 a theorem ID failed",
+                   "2 a user error", "default: reports/conformance", "--junit-xml FILE",
+                   "default 30"):  # fmt: skip
+        assert needle in text, needle
+
+
+class _Boundary:
+    """Results of every kind a user might return, chosen per test by ``self.out``."""
+
+    name = "edge"
+    capabilities = ("head",)
+    devices = ("cpu",)
+    dtypes = ("float64",)
+
+    def __init__(self, out, E=None):
+        self.out, self.E = out, E
+
+    def plga(self, q, k, v, params, *, G=None, A=None, causal=True):
+        return {"out": self.out, "E": self.E}
+
+    def scores(self, q, k, G):
+        return self.out
+
+    def softmax(self, E, *, causal=False):
+        return self.out
+
+
+def _subject(out, E=None):
+    from pyverify.conformance.subject import Subject
+
+    return Subject("edge", "cpu", "float64", _Boundary(out, E), frozenset({"head"}))
+
+
+@pytest.mark.parametrize(
+    ("out", "needle"),
+    [
+        (np.ones((2, 1)) + 7j, "plga(...).out has dtype complex128; the protocol needs real"),
+        (np.ones((2, 1), dtype=np.int64), "plga(...).out has dtype int64"),
+        (np.ones((2, 1), dtype=bool), "plga(...).out has dtype bool"),
+        (np.ones((1, 2)), "plga(...).out has shape (1, 2); the protocol declares (2, 1)"),
+        (np.array([[1.0], [np.nan]]), "plga(...).out has 1 non-finite entries (1 NaN) of 2"),
+        (np.array([[np.inf], [1.0]]), "plga(...).out has 1 non-finite entries (0 NaN) of 2"),
+        (None, "plga(...).out is None"),
+        ("text", "plga(...).out has dtype <U4"),
+        (torch.ones(2, 1, dtype=torch.complex64), "plga(...).out has dtype torch.complex64"),
+        (torch.ones(2, 1, dtype=torch.int32), "plga(...).out has dtype torch.int32"),
+    ],
+    ids=["complex", "int", "bool", "shape", "nan", "inf", "none", "str", "torch-complex",
+         "torch-int"],
+)  # fmt: skip
+def test_results_are_checked_at_the_protocol_boundary(out, needle):
+    from pyverify.conformance.subject import ProtocolViolation
+
+    sub = _subject(out)
+    q = np.zeros((2, 2))
+    with pytest.raises(ProtocolViolation) as err:
+        sub.plga(q, q, np.zeros((2, 1)), None)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("edge-cpu-float64: ") and needle in msg, msg
+
+
+def test_the_boundary_accepts_what_the_protocol_allows():
+    q = np.zeros((2, 2))
+    # lists of floats, float16/bfloat16 tensors, -inf in the scores at masked places
+    for out in (
+        [[0.5], [1.0]],
+        np.ones((2, 1), np.float16),
+        torch.ones(2, 1, dtype=torch.bfloat16),
+    ):
+        r = _subject(out, E=np.array([[0.0, -np.inf], [1.0, 2.0]])).plga(
+            q, q, np.zeros((2, 1)), None
+        )
+        assert r.out.dtype == np.float64 and r.out.shape == (2, 1) and r.A is None
+    # but +inf or NaN in the scores is not masking
+    from pyverify.conformance.subject import ProtocolViolation
+
+    with pytest.raises(ProtocolViolation, match=r"plga\(\.\.\.\)\.E has 1 non-finite"):
+        _subject(np.ones((2, 1)), E=np.array([[0.0, np.inf], [1.0, 2.0]])).plga(
+            q, q, np.zeros((2, 1)), None
+        )
+    with pytest.raises(ProtocolViolation, match=r"softmax\(\.\.\.\) has shape \(3, 2\)"):
+        _subject(np.ones((3, 2))).softmax(np.zeros((2, 3)))
+
+
+def test_junit_xml_holds_one_case_per_id_and_the_failures(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from pyverify.conformance.verdict import write_junit
+
+    v = verdict(_run([
+        _t("a", ["rope_group"], "failed", example="at: x.py:1: 1 <= 0\nfailed: assert 1 <= 0"),
+        _t("d", ["softmax_shift"], "skipped", "not applicable: capability 'head' not offered"),
+        _t("e", ["density_psd"], "passed"),
+    ]))  # fmt: skip
+    write_junit(v, tmp_path / "j.xml")
+    suite = ET.parse(tmp_path / "j.xml").getroot()
+    assert suite.get("tests") == "4" and suite.get("failures") == "1"
+    assert suite.get("skipped") == "2" and suite.get("errors") == "0"
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert set(cases) == {"rope_group", "softmax_shift", "density_psd", "dag_floor"}
+    assert "failed: assert 1 <= 0" in cases["rope_group"].find("failure").text
+    assert cases["density_psd"].find("failure") is None
+    assert "not applicable" in cases["softmax_shift"].find("skipped").get("message")
