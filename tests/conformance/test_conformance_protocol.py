@@ -17,7 +17,7 @@ from pyverify.conformance.shipped import KernelsPLGA, ReferencePLGA
 from pyverify.conformance.verdict import verdict
 from pyverify.errors import InputValueError
 from pyverify.testing import impls
-from pyverify.theorems import THEOREM_IDS
+from pyverify.theorems import CHECK_IDS
 
 GOOD = """
     class Impl:
@@ -151,7 +151,7 @@ def test_empty_ids_is_a_user_error(capsys):
     for text in ([""], [" , "], ["", ""]):
         with pytest.raises(InputValueError, match="--ids: no theorem ID given"):
             parse_ids(text)
-    assert parse_ids(None) == THEOREM_IDS
+    assert parse_ids(None) == CHECK_IDS
     code = main(["check", "--impl", "no_such_module:factory", "--ids", ""])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--ids" in err[0], err

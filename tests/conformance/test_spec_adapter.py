@@ -19,7 +19,7 @@ import pytest
 
 from pyverify.cli import main
 from pyverify.paths import repo_root
-from pyverify.theorems import THEOREM_IDS
+from pyverify.theorems import CHECK_IDS
 
 HERE = Path(__file__).parent
 ROOT = repo_root(HERE)
@@ -77,14 +77,14 @@ def test_spec_adapter_passes_from_another_folder_and_writes_only_its_reports(
     junit = tmp_path / "ci" / "check.xml"
     code, v, printed = _check(capsys, out, "probe:factory", "--junit-xml", str(junit))
     assert code == 0 and v["ok"] and v["suite"] == "ran", printed
-    assert set(v["theorems"]) == set(THEOREM_IDS)
+    assert set(v["theorems"]) == set(CHECK_IDS)
     assert all(d["verdict"] == "passed" for d in v["theorems"].values()), v["theorems"]
     assert v["crosscheck"]["verdict"] == "passed" and v["protocol_violations"] == []
     # the reports, the JUnit file, the copied adapter and the probe's log: nothing else
     assert sorted(p.name for p in out.iterdir()) == [
         "spec-adapter.json", "spec-adapter.md", "spec-adapter.measured.json"
     ]  # fmt: skip
-    assert junit.read_text("utf-8").count("<testcase ") == len(THEOREM_IDS) + 1
+    assert junit.read_text("utf-8").count("<testcase ") == len(CHECK_IDS) + 1
     assert sorted(p.name for p in work.iterdir() if p.name != "__pycache__") == [
         "probe.py", "spec_adapter.py"
     ]  # fmt: skip
