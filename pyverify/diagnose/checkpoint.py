@@ -41,6 +41,7 @@ from pyverify.errors import InputValueError
 from pyverify.measure import (
     FinalInputs,
     MeasureInputs,
+    check_ids,
     load_model,
     measure_final,
     measure_record,
@@ -172,9 +173,8 @@ def run_checkpoint_diagnose(
     cfg = model.cfg
     if inputs is not None:
         rec_in, fin_in = read_inputs(inputs) if isinstance(inputs, str | os.PathLike) else inputs
-        for ts in (*rec_in.probes.values(), rec_in.pair_prompts):
-            if max(int(g.max()) for g in ts) >= cfg.vocab:
-                raise InputValueError(f"--inputs {inputs}: ids outside [0, {cfg.vocab})")
+        for ts in rec_in.sets() + (fin_in.sets() if fin_in is not None else []):
+            check_ids(ts, cfg.vocab, f"--inputs {inputs}")
         n_in = sum(g.shape[0] for g in rec_in.main)
     else:
         if tokens is not None:

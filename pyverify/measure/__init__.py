@@ -19,7 +19,13 @@ operator), :mod:`~pyverify.measure.loss` (validation losses),
 :mod:`~pyverify.measure.record` (the record and the final measurements).
 """
 
-from pyverify.measure.inputs import FinalInputs, MeasureInputs, read_inputs, token_set
+from pyverify.measure.inputs import (
+    FinalInputs,
+    MeasureInputs,
+    check_ids,
+    read_inputs,
+    token_set,
+)
 from pyverify.measure.record import measure_final, measure_record
 from pyverify.measure.tensors import as_float64, deductive_stack, load_model
 
@@ -27,6 +33,7 @@ __all__ = [
     "FinalInputs",
     "MeasureInputs",
     "as_float64",
+    "check_ids",
     "deductive_stack",
     "load_model",
     "measure_final",

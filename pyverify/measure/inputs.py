@@ -32,6 +32,7 @@ __all__ = [
     "FinalInputs",
     "MeasureInputs",
     "TokenSet",
+    "check_ids",
     "n_seqs",
     "read_inputs",
     "seq_lengths",
@@ -81,6 +82,13 @@ def token_lists(ts: TokenSet) -> list[list[int]]:
     return [row.tolist() for g in ts for row in g]
 
 
+def check_ids(ts: TokenSet, vocab: int, where: str) -> None:
+    """Raise :class:`InputValueError` naming ``where`` unless every id lies in ``[0, vocab)``."""
+    for g in ts:
+        if int(g.min()) < 0 or int(g.max()) >= vocab:
+            raise InputValueError(f"{where}: token ids outside [0, {vocab})")
+
+
 def _set(d: dict[str, Any], key: str, where: str) -> TokenSet:
     try:
         return token_set(d[key])
@@ -97,7 +105,7 @@ class MeasureInputs:
     probes : dict of str to TokenSet
         Named probe sets (the study names them by context length); the order
         parameter and ``eps_G`` are computed over each, everything else over the
-        LAST (the main set).
+        LAST (the main set). JSON keeps the order: a list of ``[name, sequences]``.
     pair_prompts : TokenSet
         Prompts continued twice by sampling for the author's pairwise order parameter.
     n_cont : int
@@ -135,6 +143,10 @@ class MeasureInputs:
         if self.val and min(seq_lengths(self.val)) < 2:
             raise InputValueError("measure inputs: validation windows need >= 2 tokens")
 
+    def sets(self) -> list[TokenSet]:
+        """Every token set held."""
+        return [*self.probes.values(), self.pair_prompts, self.val]
+
     @property
     def main(self) -> TokenSet:
         """The main probe set (the last)."""
@@ -143,7 +155,7 @@ class MeasureInputs:
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (token lists)."""
         return {
-            "probes": {k: token_lists(v) for k, v in self.probes.items()},
+            "probes": [[k, token_lists(v)] for k, v in self.probes.items()],  # ordered
             "pair_prompts": token_lists(self.pair_prompts),
             "n_cont": self.n_cont,
             "seed": self.seed,
@@ -156,7 +168,8 @@ class MeasureInputs:
     def from_json(cls, d: dict[str, Any], where: str = "inputs") -> MeasureInputs:
         """Inverse of :meth:`to_json`."""
         try:
-            probes = {str(k): token_set(v) for k, v in d["probes"].items()}
+            pairs = d["probes"].items() if isinstance(d["probes"], dict) else d["probes"]
+            probes = {str(k): token_set(v) for k, v in pairs}
             return cls(
                 probes=probes,
                 pair_prompts=_set(d, "pair_prompts", where),
@@ -214,6 +227,10 @@ class FinalInputs:
         p = self.online_prefix
         if p is not None and not 1 <= p < min(seq_lengths(self.online)):
             raise InputValueError("final inputs: online_prefix must leave a suffix to replace")
+
+    def sets(self) -> list[TokenSet]:
+        """Every token set held."""
+        return [self.val, self.prompts, self.online, self.calibration, self.assessment]
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (token lists)."""

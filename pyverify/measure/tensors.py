@@ -25,8 +25,8 @@ _DENSITY = {"rho": "D", "rho0": "D0"}
 
 
 def as_float64(model: PLDRDecoder) -> PLDRDecoder:
-    """A float64 copy of ``model`` in eval mode (the weights converted exactly)."""
-    return copy.deepcopy(model).double().eval()
+    """A float64 copy of ``model`` in eval mode, no gradients (the weights converted exactly)."""
+    return copy.deepcopy(model).double().eval().requires_grad_(False)
 
 
 def config_of(sizes: Mapping[str, int]) -> ModelConfig:
@@ -44,7 +44,7 @@ def config_of(sizes: Mapping[str, int]) -> ModelConfig:
 
 
 def load_model(source: str | os.PathLike[str] | Mapping[str, Any]) -> PLDRDecoder:
-    """Load any ``pldr_model_v510`` state dict into the study's model class, float64, eval.
+    """Load any ``pldr_model_v510`` state dict into the study's model class (float64, eval).
 
     Parameters
     ----------
@@ -72,7 +72,7 @@ def load_model(source: str | os.PathLike[str] | Mapping[str, Any]) -> PLDRDecode
         raise CheckpointError(f"{where}: sizes the study's model cannot take ({exc})") from None
     model = PLDRDecoder(cfg, init=False).double()
     model.load_state_dict(sd, strict=True)  # copy_ converts every dtype to float64 exactly
-    return model.eval()
+    return model.eval().requires_grad_(False)
 
 
 @torch.no_grad()
