@@ -13,8 +13,8 @@ Writes into ``out_dir`` (default ``reports/collapse/``):
   ``checkpoints/inputs.json``, the measurement inputs, for ``pyverify diagnose
   --checkpoint ... --inputs`` (all git-ignored).
 
-Runs go ``jobs`` at a time in worker processes of one thread each, so a run's
-numbers do not depend on ``jobs``.
+Runs go ``jobs`` at a time in worker processes of one thread each, the longest
+first, so a run's numbers do not depend on ``jobs``.
 """
 
 from __future__ import annotations
@@ -242,9 +242,10 @@ def run_collapse(
             ctx = mp.get_context("spawn")
             with ctx.Manager() as mgr, ctx.Pool(jobs) as pool:
                 q = mgr.Queue()
+                longest_first = sorted(runs, key=lambda n: -cfg.run_steps(RUNS[n]))
                 pending = [
                     pool.apply_async(_one_run, (n, cfg, out_dir, resume, stop_after, threads, q))
-                    for n in runs
+                    for n in longest_first  # the 3x runs do not start last
                 ]
                 while not all(p.ready() for p in pending):
                     try:

@@ -26,6 +26,16 @@ COLLAPSE_DIR = "collapse"
 LEAK_NATS = 0.05
 """Causal minus teacher-forced validation loss above this (nats/byte): G carries later tokens."""
 TITLE = "## Empirical collapse: the ablation study (measured)"
+RUN_TEXT = {
+    "author": "the author's init and recipe",
+    "frozen": "metric learner and W, b, P, a, b_a kept at init",
+    "no-decay": "no weight decay on P, a",
+    "spread-init": "P ~ U[0.5, 1.5]",
+    "subcritical": "lr / 10, warm-up x 10",
+    "last-only": "the loss on the final position only",
+    "prompt-A": "A from a prompt prefix, the loss on the rest",
+}
+"""What each named run changes against ``author`` (:mod:`pyverify.collapse.config`)."""
 
 
 def _m3(values: list[float]) -> str:
@@ -141,13 +151,11 @@ def collapse_section(report_dir: Path) -> list[str]:
         f"{s['batch']} x {s['seq']} bytes; AdamW betas {s['betas']}, eps {s['adam_eps']:g}, "
         f"weight decay {s['weight_decay']:g}, gradients clipped by value at "
         f"{s['grad_clip_value']:g}, warm-up then cosine to {s['min_lr_frac']:.0%}; measured every "
-        f"{s['measure_every']} steps. Runs: `author` (the author's init and recipe), `frozen` "
-        "(metric learner and W, b, P, a, b_a kept at init), `no-decay` (no weight decay on P, "
-        "a), `spread-init` (P ~ U[0.5, 1.5]), `subcritical` (lr / 10, warm-up x 10), "
-        "`last-only` (the loss on the final position only), `prompt-A` (A from a prompt "
-        "prefix, the loss on the rest); steps per run: "
+        f"{s['measure_every']} steps. Runs (steps): "
         + ", ".join(
-            f"{n} {r['history'][-1]['step']}" for n, r in res["runs"].items() if r.get("history")
+            f"`{n}` ({RUN_TEXT.get(n, 'see config.py')}; "
+            f"{r['history'][-1]['step'] if r.get('history') else 0})"
+            for n, r in res["runs"].items()
         )
         + ".",
         "",

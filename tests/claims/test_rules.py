@@ -12,6 +12,7 @@ from pyverify.claims.rules import (
     COLLAPSED,
     MOVING,
     Subject,
+    checkpoint_rules,
     e1,
     e2,
     e3,
@@ -210,6 +211,33 @@ def test_ledger_json_is_float_free_and_byte_stable():
     walk(json.loads(a))
     text = format_ledger(r, rules(r, timings(3.0)))
     assert all(f"E{i} " in text for i in range(1, 9)) and "paper 110M parameters" in text
+
+
+def test_a_checkpoint_is_judged_by_the_study_rules():
+    """``diagnose --checkpoint``'s rows come from the same rule functions: the author run's
+    last record and final measurements, handed over as a checkpoint's, get the study's
+    verdict, rule and numbers (less what needs a step 0: E3's learned-vs-inherited leg)."""
+    r = study(author_op=1e-8, fid=(19, 15))
+    r["runs"]["author"]["history"][0]["sigma2_over_sigma1_A"] = [[1e-9, 1e-9]]  # inherited
+    run = r["runs"]["author"]
+    online = {"changed": 0, "entries": 64, "max_abs_change": 0.0}
+    d = {
+        "model": {"checkpoint": "ck.pt", "dk": 32, "n_prompts": 20, "tokens": None},
+        "record": run["history"][-1],
+        "final": {"fidelity": run["fidelity"], "online_contract": online},
+    }
+    ck = {v.claim: v for v in checkpoint_rules(d)}
+    assert list(ck) == ["E1", "E2", "E3", "E8", "online contract"]
+    s = author(r)
+    for mine, theirs in ((ck["E1"], e1(s)), (ck["E2"], e2(s)), (ck["E8"], e8(s))):
+        assert (mine.verdict, mine.rule) == (theirs.verdict, theirs.rule), mine.claim
+        shared = {k: x for k, x in theirs.numbers.items() if not k.startswith("step 0")}
+        assert mine.numbers == shared, mine.claim
+        assert mine.decided_by == "checkpoint ck.pt" and "on 20 prompts" in mine.caveat
+    assert e3(s).verdict == INCONCLUSIVE  # the study sees step 0: inherited, not learned
+    assert ck["E3"].verdict == SUPPORTED  # one checkpoint cannot tell
+    assert "learned vs inherited: not decidable here" in ck["E3"].caveat
+    assert ck["online contract"].verdict == SUPPORTED
 
 
 def test_verdict_values_are_checked():
