@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyverify.claims.ledger import load_study
+from pyverify.claims.ledger import NotAStudyError, load_study
 from pyverify.claims.stats import flat, mmm, op_grid, pair_values
 from pyverify.collapse.plots import FIGURES
 from pyverify.errors import InputValueError, MissingInputError
@@ -125,14 +125,14 @@ def collapse_section(report_dir: Path) -> list[str]:
     lines = [TITLE, ""]
     try:
         res, tim_or_none = load_study(d)
-    except MissingInputError:
+    except NotAStudyError:
+        return [*lines, "The saved run is not an ablation study: rerun `pyverify collapse`.", ""]
+    except (MissingInputError, InputValueError):  # absent or unreadable
         return [
             *lines,
             "No saved study: `pyverify collapse` (or `pyverify report --collapse`).",
             "",
         ]
-    except InputValueError as exc:
-        return [*lines, f"The saved study cannot be used: {exc}.", ""]
     tim = tim_or_none or {"runs": {}}
     s, m = res["settings"], res["settings"]["model"]
     S = max(s["s_measure"])
