@@ -48,7 +48,10 @@ count model of the same split.
   teacher-forced, 7.06 causal), so two runs on the ``author`` recipe remove it,
   the author's way (last position only) and the deployed way (A from a prompt
   prefix); ``prompt_len`` is the fidelity prompts' length (32 of 64 bytes), so
-  a ``prompt-A`` model is evaluated as it was trained.
+  a ``prompt-A`` model is evaluated as it was trained. Every run also reports
+  the validation loss with A from the first ``prompt_len`` bytes (the author's
+  KV-cache decoding after such a prompt, leak-free in one pass) beside the
+  teacher-forced and the causal loss.
 * Measurements every 250 steps (``measure_every``), on fixed validation
   windows: 16 probes at S = 32 and 64, 4 prompts continued twice by 32 sampled
   bytes (the author's pairwise form; the same seeds at every step, so a trend

@@ -50,6 +50,7 @@ def final_inputs(cfg: RunConfig, corpus: Corpus) -> FinalInputs:
         calibration=(corpus.windows(cfg.n_probe, cfg.seq, phase=PHASE_PROBES),),
         assessment=val,
         seed=cfg.seed,
+        a_prefix=cfg.prompt_len,
     )
 
 

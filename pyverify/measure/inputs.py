@@ -206,6 +206,8 @@ class FinalInputs:
         the external target of the final position (N1).
     seed : int
         Seed of the online contract's replaced suffixes.
+    a_prefix : int or None
+        Prompt length of the loss with A from a prompt (None: half of each window).
     """
 
     val: TokenSet
@@ -216,6 +218,7 @@ class FinalInputs:
     calibration: TokenSet
     assessment: TokenSet
     seed: int
+    a_prefix: int | None = None
 
     def __post_init__(self) -> None:
         if self.n_new < 1:
@@ -227,6 +230,9 @@ class FinalInputs:
         p = self.online_prefix
         if p is not None and not 1 <= p < min(seq_lengths(self.online)):
             raise InputValueError("final inputs: online_prefix must leave a suffix to replace")
+        a = self.a_prefix
+        if a is not None and not 1 <= a < min(seq_lengths(self.val)):
+            raise InputValueError("final inputs: a_prefix must lie inside the windows' inputs")
 
     def sets(self) -> list[TokenSet]:
         """Every token set held."""
@@ -243,6 +249,7 @@ class FinalInputs:
             "calibration": token_lists(self.calibration),
             "assessment": token_lists(self.assessment),
             "seed": self.seed,
+            "a_prefix": self.a_prefix,
         }
 
     @classmethod
@@ -259,6 +266,7 @@ class FinalInputs:
                 calibration=_set(d, "calibration", where),
                 assessment=_set(d, "assessment", where),
                 seed=int(d["seed"]),
+                a_prefix=None if d.get("a_prefix") is None else int(d["a_prefix"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputValueError(f"{where}: not final-measurement inputs ({exc})") from None

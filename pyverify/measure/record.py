@@ -21,9 +21,10 @@ named for the definitions):
   ``(L, H)`` (:mod:`~pyverify.measure.structure`);
 * ``mean_abs_P`` (mean ``|P|``) and ``norm_a`` (``||a||_F``) ``(L, H)``.
 
-:func:`measure_final` returns ``causal_val_loss`` and ``val_loss``
-(:mod:`~pyverify.measure.loss`), ``fidelity`` (:mod:`~pyverify.measure.decoding`),
-``online_contract`` and ``cache_contract`` (:mod:`~pyverify.measure.contracts`).
+:func:`measure_final` returns ``val_loss``, ``causal_val_loss`` and
+``prompt_A_val_loss`` (:mod:`~pyverify.measure.loss`), ``fidelity``
+(:mod:`~pyverify.measure.decoding`), ``online_contract`` and ``cache_contract``
+(:mod:`~pyverify.measure.contracts`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pyverify.collapse.model import DEDUCTIVE, PLDRDecoder
 from pyverify.measure.contracts import cache_contract, mean_operator, online_contract
 from pyverify.measure.decoding import fidelity
 from pyverify.measure.inputs import FinalInputs, MeasureInputs
-from pyverify.measure.loss import causal_val_loss, val_loss
+from pyverify.measure.loss import causal_val_loss, prompt_val_loss, val_loss
 from pyverify.measure.order import eps_g, fro, order_param, pairwise_order, sample_continuations
 from pyverify.measure.structure import (
     cross_head_residual,
@@ -109,6 +110,7 @@ def measure_final(
     return {
         "val_loss": val_loss(model64, inputs.val),
         "causal_val_loss": causal_val_loss(model64, inputs.val),
+        "prompt_A_val_loss": prompt_val_loss(model64, inputs.val, inputs.a_prefix),
         "fidelity": fidelity(model64, inputs.prompts, inputs.n_new, mean_G),
         "online_contract": online_contract(
             model64, inputs.online, inputs.online_prefix, inputs.seed

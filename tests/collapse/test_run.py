@@ -64,6 +64,7 @@ def test_small_study_writes_json_and_figures(full_small):
         assert np.all(np.array(last["numerical_rank_A"]) <= cfg.model.dk)
         assert 0 <= np.min(last["floor_fraction_A_LM"]) <= np.max(last["floor_fraction_A_LM"]) <= 1
         assert math.isfinite(run["causal_val_loss"]) and run["causal_val_loss"] > 0
+        assert math.isfinite(run["prompt_A_val_loss"]) and run["prompt_A_val_loss"] > 0
         assert run["val_loss"] == last["val_loss"]  # the final pass is the last record's
         fid = run["fidelity"]
         for k in ("prompt_G", "mean_G", "kv_A"):

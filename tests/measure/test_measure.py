@@ -167,6 +167,26 @@ def test_cache_contract_quantities_written_out(model64):
     assert same["initial"] == same["own"]  # the stale cache of the same model is its own
 
 
+def test_prompt_loss_is_kv_cache_decoding_after_the_prompt(model64):
+    """A from the first p tokens, scored from position p - 1 on: the author's KV-cache
+    decoding (prefill the prompt, keep its A, feed the rest) gives the same logits. Two
+    code paths of one float64 function: 1e-12 relative."""
+    from torch.nn.functional import cross_entropy
+
+    from pyverify.measure.loss import prompt_val_loss
+
+    win = torch.randint(0, CFG.vocab, (3, 11), generator=torch.Generator().manual_seed(8))
+    x, y, p = win[:, :-1], win[:, 1:], 4
+    logits, deds, kv = model64(x[:, :p])
+    rest, _, _ = model64(x[:, p:], None, kv, [d["A"] for d in deds])
+    pred = torch.cat((logits[:, -1:], rest), dim=1)
+    want = float(cross_entropy(pred.flatten(0, 1), y[:, p - 1 :].flatten()))
+    assert prompt_val_loss(model64, token_set(win), p) == pytest.approx(want, rel=1e-12)
+    assert prompt_val_loss(model64, token_set(win), None) == pytest.approx(
+        prompt_val_loss(model64, token_set(win), 5), rel=0
+    )  # None: half of the 10 inputs
+
+
 def test_grouped_sequences_equal_one_forward_each(model64):
     seqs = [[1, 2, 3, 4], [5, 6, 7], [8, 9, 10, 11], [1, 1, 1]]
     ts = token_set(seqs)
@@ -197,7 +217,7 @@ def test_inputs_round_trip_through_json(tmp_path):
     )  # fmt: skip
     ts = token_set(torch.arange(12).reshape(2, 6))
     fin = FinalInputs(val=ts, prompts=ts, n_new=2, online=ts, online_prefix=2, calibration=ts,
-                      assessment=ts, seed=3)  # fmt: skip
+                      assessment=ts, seed=3, a_prefix=2)  # fmt: skip
     path = tmp_path / "in.json"
     path.write_text(json.dumps({"record": rec.to_json(), "final": fin.to_json()}))
     r2, f2 = read_inputs(path)
