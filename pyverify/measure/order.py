@@ -5,7 +5,8 @@
   is 0), as ``pyverify.diagnose.order_parameter``;
 * :func:`eps_g`: ``max_i ||G_i - G_0||_F / ||G_0||_F`` (the first sequence's
   ``G`` as the G-cache);
-* :func:`order_pair`: the author's ``audit_lib.order_pair`` of two tensors,
+* :func:`order_pair` (:func:`pair_parts` with the parts): the author's
+  ``audit_lib.order_pair`` of two tensors,
   ``num = sqrt(mean((x1 - x2)^2))``, RMS form ``num / (1/2 (rms x1 + rms x2))``,
   signed-mean form ``num / (1/2 (|mean x1| + |mean x2|))``, both 0 when
   ``num = 0``. The author's signed-mean form is ``+inf`` when its denominator
@@ -34,6 +35,7 @@ __all__ = [
     "fro",
     "order_pair",
     "order_param",
+    "pair_parts",
     "pairwise_order",
     "safe_div",
     "sample_continuations",
@@ -74,8 +76,14 @@ class PairOrder(NamedTuple):
     signed_mean_denominator: float
 
 
-def order_pair(x1: Tensor, x2: Tensor) -> PairOrder:
-    """The author's pairwise order parameter of two same-shape tensors (module docstring)."""
+def order_pair(x1: Tensor, x2: Tensor) -> tuple[float, float]:
+    """The author's pairwise order parameter of two same-shape tensors: (RMS, signed-mean) form."""
+    p = pair_parts(x1, x2)
+    return p.rms, p.signed_mean
+
+
+def pair_parts(x1: Tensor, x2: Tensor) -> PairOrder:
+    """Both forms of :func:`order_pair` with their numerator and signed-mean denominator."""
     num = float(torch.sqrt(torch.mean((x1 - x2) ** 2)))
     den = float(0.5 * (x1.mean().abs() + x2.mean().abs()))
     if num == 0.0:
@@ -115,6 +123,6 @@ def pairwise_order(model64: PLDRDecoder, pairs: tuple[TokenSet, TokenSet]) -> di
     n, L = n_seqs(pairs[0]), len(model64.layers)
     out: dict[str, Any] = {}
     for t in DEDUCTIVE:
-        forms = [[order_pair(X1[t][i, j], X2[t][i, j]) for j in range(L)] for i in range(n)]
+        forms = [[pair_parts(X1[t][i, j], X2[t][i, j]) for j in range(L)] for i in range(n)]
         out[t] = {f: [[getattr(p, f) for p in row] for row in forms] for f in PairOrder._fields}
     return out
