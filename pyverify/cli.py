@@ -252,14 +252,14 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if getattr(args, "checkpoint", None):
         from pyverify.diagnose.checkpoint import format_checkpoint, run_checkpoint_diagnose
 
-        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, seed=args.seed,
-                                    n_new=args.new_tokens, n_cont=args.continuation,
-                                    progress=prog)  # fmt: skip
+        d = run_checkpoint_diagnose(args.checkpoint, args.tokens, inputs=args.inputs,
+                                    seed=args.seed, n_new=args.new_tokens,
+                                    n_cont=args.continuation, progress=prog)  # fmt: skip
         results.append(d)
         print(format_checkpoint(d))
         print()
-    elif getattr(args, "tokens", None):
-        raise InputValueError("--tokens needs --checkpoint")
+    elif getattr(args, "tokens", None) or getattr(args, "inputs", None):
+        raise InputValueError(f"{'--tokens' if args.tokens else '--inputs'} needs --checkpoint")
     for name in args.files or (["trained"] if not (args.model or results) else []):
         d = run_diagnose(name, prog)
         results.append(d)
@@ -289,6 +289,10 @@ def _register_diagnose(sub: Any) -> None:
     p.add_argument("--seed", type=_seed, default=0, help="seed of the live model (with --model)")
     p.add_argument("--checkpoint", help="a pldr_model_v510 state dict (torch.save file)")
     p.add_argument("--tokens", help="prompts for --checkpoint (.npy, .json or text lines)")
+    p.add_argument(
+        "--inputs",
+        help="--checkpoint: a study's saved inputs (reports/collapse/checkpoints/inputs.json)",
+    )
     p.add_argument(
         "--new-tokens",
         type=_int_at_least(1),

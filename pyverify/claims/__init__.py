@@ -2,11 +2,13 @@
 
 Modules: :mod:`~pyverify.claims.verdict` (the verdict record and its four
 values), :mod:`~pyverify.claims.stats` (min / median / max over heads of the
-saved results), :mod:`~pyverify.claims.rules` (one rule per claim on the
-ablation study's ``collapse.json``, thresholds named there),
-:mod:`~pyverify.claims.checkpoint_rules` (the rows a real checkpoint can
-decide, from ``pyverify diagnose --checkpoint``), :mod:`~pyverify.claims.ledger`
-(read the saved results, build and print the ledger: ``pyverify claims``).
+saved results), :mod:`~pyverify.claims.rules` (one rule per claim on records,
+thresholds named there: the ablation study's ``collapse.json`` with
+:func:`~pyverify.claims.rules.rules`, a checkpoint's measurements from
+``pyverify diagnose --checkpoint`` with
+:func:`~pyverify.claims.rules.checkpoint_rules`, the same rule functions),
+:mod:`~pyverify.claims.ledger` (read the saved results, build and print the
+ledger: ``pyverify claims``).
 """
 
 from pyverify.claims.ledger import build_ledger, format_ledger, load_ledger

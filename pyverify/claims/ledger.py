@@ -10,7 +10,18 @@ from pyverify.claims.rules import GATE_ORDER, gate, rules, scale_line
 from pyverify.claims.verdict import CLAIMS, Verdict
 from pyverify.errors import InputValueError, MissingInputError
 
-__all__ = ["build_ledger", "format_ledger", "ledger_json", "load_ledger", "load_study"]
+__all__ = [
+    "NotAStudyError",
+    "build_ledger",
+    "format_ledger",
+    "ledger_json",
+    "load_ledger",
+    "load_study",
+]
+
+
+class NotAStudyError(InputValueError):
+    """``collapse.json`` is JSON but not an ablation study's result."""
 
 
 def load_study(collapse_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -20,8 +31,10 @@ def load_study(collapse_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | Non
     ------
     MissingInputError
         When ``collapse.json`` is absent.
+    NotAStudyError
+        When ``collapse.json`` is not an ablation study's result.
     InputValueError
-        When a file is not JSON or is not an ablation study's result.
+        When a file is not JSON.
     """
     src = collapse_dir / "collapse.json"
     if not src.is_file():
@@ -35,7 +48,7 @@ def load_study(collapse_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | Non
 
     result = read(src)
     if result.get("study") != "ablation" or "runs" not in result:
-        raise InputValueError(f"{src}: not an ablation study (rerun `pyverify collapse`)")
+        raise NotAStudyError(f"{src}: not an ablation study (rerun `pyverify collapse`)")
     tf = collapse_dir / "timings.json"
     return result, read(tf) if tf.is_file() else None
 

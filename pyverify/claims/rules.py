@@ -1,7 +1,12 @@
-"""The verdict rules: one function per claim, on the ablation study's saved results.
+"""The verdict rules: one function per claim, on records (a study run's or a checkpoint's).
 
-Every verdict is computed here from ``collapse.json`` (and, for E5 only,
-``timings.json``) by the thresholds below; nothing is typed in. The
+A rule judges a :class:`Subject`: one model's records (a study run's history,
+or the single record of ``pyverify diagnose --checkpoint``, which has no step
+0) and its final measurements, both in the schema of :mod:`pyverify.measure`.
+:func:`rules` judges the ablation study's saved ``collapse.json`` (and, for E5
+only, ``timings.json``), with the gate below; :func:`checkpoint_rules` judges a
+checkpoint's measurements with the same functions, without a gate. Every
+verdict is computed here by the thresholds below; nothing is typed in. The
 thresholds were written before the first full run of the study.
 
 The gate: a specimen that does not beat the n-gram baseline has not learned
@@ -9,7 +14,7 @@ its corpus and cannot speak for or against the paper, so every claim the
 ``author`` run decides is "inconclusive" then (and when it diverged). E5 is
 exempt: the wall time of a fixed architecture does not depend on what its
 weights learned. The gate compares the CAUSAL validation loss (each position
-predicted from its prefix alone, :func:`pyverify.collapse.measure.causal_val_loss`):
+predicted from its prefix alone, :func:`pyverify.measure.loss.causal_val_loss`):
 G is computed from the whole window, so the teacher-forced loss sees later
 tokens through G. This was changed after the first full run, where
 ``spread-init`` reached a teacher-forced 0.5 nats/byte, below every n-gram: a
@@ -18,7 +23,7 @@ leak, not learning. No verdict threshold was changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -43,6 +48,8 @@ __all__ = [
     "MOVING",
     "RANK_ONE",
     "TWIRLED",
+    "Subject",
+    "checkpoint_rules",
     "rules",
 ]
 
@@ -80,18 +87,58 @@ AUDIT = (
     "of 110M-5 (docs/paper-claims.md) finds G bitwise invariant and A rank one; "
     "`pyverify diagnose --checkpoint` decides these rows on a checkpoint"
 )
-Rule = Callable[[dict[str, Any], dict[str, Any] | None], Verdict]
 
 
-def _s_max(result: dict[str, Any]) -> int:
-    return max(result["settings"]["s_measure"])
+@dataclass(frozen=True)
+class Subject:
+    """What a rule judges: one model's records and final measurements.
+
+    Attributes
+    ----------
+    by : str
+        What decides (a run's name, or ``checkpoint FILE``).
+    history : list of dict
+        Records (:func:`pyverify.measure.measure_record` keys); a checkpoint has one.
+    final : dict
+        Final measurements (:func:`pyverify.measure.measure_final` keys; ``{}``: none).
+    dk : int
+        Head width.
+    scope : str
+        The caveat line naming what was measured (the specimen's scale, the prompts).
+    from_init : bool
+        Whether ``history[0]`` is the step-0 record of a training run.
+    """
+
+    by: str
+    history: list[dict[str, Any]]
+    final: dict[str, Any] = field(default_factory=dict)
+    dk: int = 0
+    scope: str = ""
+    from_init: bool = False
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The last record."""
+        return self.history[-1]
+
+
+def _s_keys(rec: dict[str, Any]) -> list[str]:
+    """The probe-set names of a record's order parameter, shortest context first."""
+    keys = list(rec["order_parameter"])
+    return sorted(keys, key=int) if all(k.isdigit() for k in keys) else keys
+
+
+def _s_main(rec: dict[str, Any]) -> str:
+    """The main probe set (the longest context)."""
+    return _s_keys(rec)[-1]
 
 
 @lru_cache(maxsize=8)
 def _n_params(model_items: tuple[tuple[str, Any], ...]) -> int:
     from pyverify.collapse.model import ModelConfig, PLDRDecoder
 
-    return sum(p.numel() for p in PLDRDecoder(ModelConfig(**dict(model_items))).parameters())
+    cfg = ModelConfig(**dict(model_items))
+    return sum(p.numel() for p in PLDRDecoder(cfg, init=False).parameters())
 
 
 def scale_line(result: dict[str, Any]) -> str:
@@ -103,6 +150,18 @@ def scale_line(result: dict[str, Any]) -> str:
         f"specimen {n / 1e6:.2f}M parameters, {tokens / 1e6:.1f}M byte tokens seen, "
         f"context {s['seq']}; paper 110M parameters, about 8e9 tokens, context 1024"
     )
+
+
+def _dk(result: dict[str, Any]) -> int:
+    m = result["settings"]["model"]
+    return m["d_model"] // m["num_heads"]
+
+
+def study_subject(result: dict[str, Any], name: str) -> Subject:
+    """The study run ``name`` as a :class:`Subject` (its final measurements from the run entry)."""
+    run = result["runs"][name]
+    final = {k: v for k, v in run.items() if k not in ("spec", "history", "diverged")}
+    return Subject(name, run["history"], final, _dk(result), scale_line(result), True)
 
 
 def _gate_figures(result: dict[str, Any]) -> tuple[bool, str, dict[str, float | int | str]]:
@@ -161,21 +220,20 @@ def _apply_gate(result: dict[str, Any], v: Verdict) -> Verdict:
     )
 
 
-def _g_stats(rec: dict[str, Any], S: int) -> dict[str, float]:
+def _g_stats(rec: dict[str, Any], S: str) -> dict[str, float]:
     lo, med, hi = mmm(op_grid(rec, "G", S))
     return {"G min": lo, "G median": med, "G max": hi}
 
 
-def e1(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
-    """E1: every deductive tensor's order parameter at most COLLAPSED, both forms, both S."""
+def e1(s: Subject, frozen: Subject | None = None) -> Verdict:
+    """E1: every deductive tensor's order parameter at most COLLAPSED, both forms, every S."""
     rule = (
         f"supported if the final order parameter of A, A_LM, A_P, G is <= {COLLAPSED:g} in every "
         f"layer x head at every S and in the author's pairwise form (RMS and signed-mean); "
         f"not supported if the median over heads of G's is >= {MOVING:g}; else inconclusive"
     )
-    run = result["runs"][AUTHOR]
-    rec, first = last(run), run["history"][0]
-    S_all = result["settings"]["s_measure"]
+    rec = s.last
+    S_all = _s_keys(rec)
     worst = max(
         max(op_grid(rec, t, S) for S in S_all for t in ("A", "A_LM", "A_P", "G"))
         + [
@@ -184,29 +242,32 @@ def e1(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
             for f in ("rms", "signed_mean")
         ]
     )
-    S = _s_max(result)
-    nums: dict[str, float | int | str] = {
-        f"step 0 G median (S={S})": mmm(op_grid(first, "G", S))[1],
-        **{f"{k} (S={S})": x for k, x in _g_stats(rec, S).items()},
-        "G pairwise RMS max": max(pair_values(rec, "G")),
-        "G pairwise signed-mean max": max(pair_values(rec, "G", "signed_mean")),
-        "A median": mmm(op_grid(rec, "A", S))[1],
-        "worst of all": worst,
-    }
-    frozen = result["runs"].get(FROZEN)
-    if frozen and frozen.get("history"):
-        nums[f"frozen G median (S={S})"] = mmm(op_grid(last(frozen), "G", S))[1]
+    S = _s_main(rec)
+    nums: dict[str, float | int | str] = {}
+    if s.from_init:
+        nums[f"step 0 G median (S={S})"] = mmm(op_grid(s.history[0], "G", S))[1]
+    nums.update(
+        {
+            **{f"{k} (S={S})": x for k, x in _g_stats(rec, S).items()},
+            "G pairwise RMS max": max(pair_values(rec, "G")),
+            "G pairwise signed-mean max": max(pair_values(rec, "G", "signed_mean")),
+            "A median": mmm(op_grid(rec, "A", S))[1],
+            "worst of all": worst,
+        }
+    )
+    if frozen is not None and frozen.history:
+        nums[f"frozen G median (S={S})"] = mmm(op_grid(frozen.last, "G", S))[1]
     if worst <= COLLAPSED:
         verdict = SUPPORTED
     elif mmm(op_grid(rec, "G", S))[1] >= MOVING:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E1", verdict, AUTHOR, rule, f"{scale_line(result)}; {AUDIT}", nums)
+    return Verdict("E1", verdict, s.by, rule, s.scope, nums)
 
 
-def _fidelity_rows(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float | int | str]]:
-    fid = result["runs"][AUTHOR]["fidelity"]
+def _fidelity_rows(s: Subject) -> tuple[dict[str, Any], dict[str, float | int | str]]:
+    fid = s.final["fidelity"]
     nums: dict[str, float | int | str] = {"prompts": fid["n_prompts"]}
     for mode in ("prompt_G", "kv_A", "mean_G"):
         f = fid[mode]
@@ -217,9 +278,9 @@ def _fidelity_rows(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, fl
     return fid, nums
 
 
-def _g_bitwise_invariant(result: dict[str, Any]) -> bool:
-    """Whether the author run's final ``eps_G`` is exactly 0 at every measured length."""
-    eps = last(result["runs"][AUTHOR])["eps_G"]
+def _g_bitwise_invariant(s: Subject) -> bool:
+    """Whether the final ``eps_G`` is exactly 0 at every measured length."""
+    eps = s.last["eps_G"]
     return all(x == 0.0 for S in eps for x in flat(eps[S]))
 
 
@@ -233,17 +294,17 @@ _E28_CAVEAT = (
 )
 
 
-def e2(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
+def e2(s: Subject) -> Verdict:
     """E2: against full recomputation, every deviation within the decoding margin."""
     rule = (
         "against FULL RECOMPUTATION (greedy, teacher-forced logits): supported if for prompt_G "
         "and kv_A every prompt's top-1 margin exceeds twice its max logit gap; not supported "
         "if any greedy token differs; else inconclusive" + _BITWISE
     )
-    fid, nums = _fidelity_rows(result)
+    fid, nums = _fidelity_rows(s)
     n = fid["n_prompts"]
     modes = (fid["prompt_G"], fid["kv_A"])
-    if _g_bitwise_invariant(result):
+    if _g_bitwise_invariant(s):
         verdict = BY_CONSTRUCTION
     elif all(m["margin_covers_gap"] == n for m in modes):
         verdict = SUPPORTED
@@ -251,77 +312,84 @@ def e2(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E2", verdict, AUTHOR, rule, _E28_CAVEAT + "; " + scale_line(result), nums)
+    return Verdict("E2", verdict, s.by, rule, _E28_CAVEAT + "; " + s.scope, nums)
 
 
-def e8(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
+def e8(s: Subject) -> Verdict:
     """E8: greedy tokens identical to full recomputation on every prompt."""
     rule = (
         "supported if the greedy tokens of prompt_G and kv_A equal full recomputation's on "
         "every prompt; not supported otherwise" + _BITWISE
     )
-    fid, nums = _fidelity_rows(result)
+    fid, nums = _fidelity_rows(s)
     n = fid["n_prompts"]
     ok = all(fid[m]["tokens_identical"] == n for m in ("prompt_G", "kv_A"))
-    verdict = (
-        BY_CONSTRUCTION if _g_bitwise_invariant(result) else SUPPORTED if ok else NOT_SUPPORTED
-    )
-    return Verdict("E8", verdict, AUTHOR, rule, _E28_CAVEAT + "; " + scale_line(result), nums)
+    verdict = BY_CONSTRUCTION if _g_bitwise_invariant(s) else SUPPORTED if ok else NOT_SUPPORTED
+    return Verdict("E8", verdict, s.by, rule, _E28_CAVEAT + "; " + s.scope, nums)
 
 
-def e3(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
-    """E3: A rank one with identical rows (learned, not inherited), A_LM near full rank."""
+def e3(s: Subject) -> Verdict:
+    """E3: A rank one with identical rows (learned, not inherited), A_LM near full rank.
+
+    Without a step-0 record (a checkpoint) whether the singularity is learned or
+    inherited cannot be told, and the rule decides on the end alone (said in the caveat).
+    """
     rule = (
         f"supported if at the end sigma2/sigma1 and the identical-rows residual of A are <= "
         f"{RANK_ONE:g} in every head, at step 0 the median sigma2/sigma1 is > {INIT_NOT_SINGULAR:g}"
-        f" and A_LM's median numerical rank >= {A_LM_FULL_RANK_FRAC:g} dk; not supported if the "
-        f"final median sigma2/sigma1 of A is > {INIT_NOT_SINGULAR:g}; else inconclusive"
+        f" (where a step 0 is recorded) and A_LM's median numerical rank >= "
+        f"{A_LM_FULL_RANK_FRAC:g} dk; not supported if the final median sigma2/sigma1 of A is > "
+        f"{INIT_NOT_SINGULAR:g}; else inconclusive"
     )
-    run = result["runs"][AUTHOR]
-    rec, first = last(run), run["history"][0]
-
+    rec = s.last
     ratio = flat(rec["sigma2_over_sigma1_A"])
     rows = flat(rec["identical_rows_residual_A"])
     rank_lm = flat(rec["numerical_rank_A_LM"])
-    init_ratio = mmm(flat(first["sigma2_over_sigma1_A"]))[1]
-    dk = result["settings"]["model"]["d_model"] // result["settings"]["model"]["num_heads"]
-    nums: dict[str, float | int | str] = {
-        "sigma2/sigma1 A step 0 median": init_ratio,
-        "sigma2/sigma1 A end min": min(ratio),
-        "sigma2/sigma1 A end median": mmm(ratio)[1],
-        "sigma2/sigma1 A end max": max(ratio),
-        "identical-rows residual max": max(rows),
-        "cross-head residual max": max(flat(rec["cross_head_residual_A"])),
-        "A_LM rank median": mmm(rank_lm)[1],
-        "dk": dk,
-        "A_LM floor fraction max": max(flat(rec["floor_fraction_A_LM"])),
-    }
+    nums: dict[str, float | int | str] = {}
+    init_ok = True
+    if s.from_init:
+        init_ratio = mmm(flat(s.history[0]["sigma2_over_sigma1_A"]))[1]
+        nums["sigma2/sigma1 A step 0 median"] = init_ratio
+        init_ok = init_ratio > INIT_NOT_SINGULAR
+    nums.update(
+        {
+            "sigma2/sigma1 A end min": min(ratio),
+            "sigma2/sigma1 A end median": mmm(ratio)[1],
+            "sigma2/sigma1 A end max": max(ratio),
+            "identical-rows residual max": max(rows),
+            "cross-head residual max": max(flat(rec["cross_head_residual_A"])),
+            "A_LM rank median": mmm(rank_lm)[1],
+            "dk": s.dk,
+            "A_LM floor fraction max": max(flat(rec["floor_fraction_A_LM"])),
+        }
+    )
     if (
         max(ratio) <= RANK_ONE
         and max(rows) <= RANK_ONE
-        and init_ratio > INIT_NOT_SINGULAR
-        and mmm(rank_lm)[1] >= A_LM_FULL_RANK_FRAC * dk
+        and init_ok
+        and mmm(rank_lm)[1] >= A_LM_FULL_RANK_FRAC * s.dk
     ):
         verdict = SUPPORTED
     elif mmm(ratio)[1] > INIT_NOT_SINGULAR:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E3", verdict, AUTHOR, rule, f"{scale_line(result)}; {AUDIT}", nums)
+    caveat = s.scope if s.from_init else s.scope + "; learned vs inherited: not decidable here"
+    return Verdict("E3", verdict, s.by, rule, caveat, nums)
 
 
-def e4(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
+def e4(author: Subject, sub: Subject | None) -> Verdict:
     """E4: the author run collapses and the subcritical run does not."""
     rule = (
         f"supported if author's final G order parameter is <= {COLLAPSED:g} in every head and "
         f"subcritical's median is >= {MOVING:g}; not supported if subcritical's median is <= "
         f"author's or author's median is >= {MOVING:g}; else inconclusive"
     )
-    sub = result["runs"].get(SUB)
-    if sub is None or not sub.get("history") or "diverged" in sub:
-        return Verdict("E4", INCONCLUSIVE, f"{AUTHOR} vs {SUB}", rule, "no usable subcritical run")
-    S = _s_max(result)
-    a, s = mmm(op_grid(last(result["runs"][AUTHOR]), "G", S)), mmm(op_grid(last(sub), "G", S))
+    by = f"{author.by} vs {SUB}"
+    if sub is None or not sub.history:
+        return Verdict("E4", INCONCLUSIVE, by, rule, "no usable subcritical run")
+    S = _s_main(author.last)
+    a, s = mmm(op_grid(author.last, "G", S)), mmm(op_grid(sub.last, "G", S))
     nums: dict[str, float | int | str] = {
         f"author G median (S={S})": a[1],
         "author G max": a[2],
@@ -334,7 +402,7 @@ def e4(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E4", verdict, f"{AUTHOR} vs {SUB}", rule, scale_line(result), nums)
+    return Verdict("E4", verdict, by, rule, author.scope, nums)
 
 
 def e5(result: dict[str, Any], timings: dict[str, Any] | None) -> Verdict:
@@ -364,7 +432,7 @@ def e5(result: dict[str, Any], timings: dict[str, Any] | None) -> Verdict:
     return Verdict("E5", verdict, AUTHOR, rule, caveat, nums)
 
 
-def e6(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
+def e6(s: Subject) -> Verdict:
     """E6: the three stages measured on the author run."""
     rule = (
         f"three stages on the author run: twirl (RoPE-commutant residual of mean G <= {TWIRLED:g} "
@@ -373,9 +441,9 @@ def e6(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         "rows); supported if all three hold; not supported if G collapsed (E1 supported) while "
         "a stage fails; else inconclusive"
     )
-    rec = last(result["runs"][AUTHOR])
-
-    S_lo, S_hi = min(result["settings"]["s_measure"]), _s_max(result)
+    rec = s.last
+    keys = _s_keys(rec)
+    S_lo, S_hi = keys[0], keys[-1]
     comm = max(flat(rec["commutant_residual_G"]))
     a_lo, a_hi = mmm(op_grid(rec, "A", S_lo))[1], mmm(op_grid(rec, "A", S_hi))[1]
     jac = max(flat(rec["jacobian_top_sv"]))
@@ -393,24 +461,24 @@ def e6(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
     }
     if all(stages.values()):
         verdict = SUPPORTED
-    elif e1(result).verdict == SUPPORTED:
+    elif e1(s).verdict == SUPPORTED:
         verdict = NOT_SUPPORTED
     else:
         verdict = INCONCLUSIVE
-    return Verdict("E6", verdict, AUTHOR, rule, scale_line(result), nums)
+    return Verdict("E6", verdict, s.by, rule, s.scope, nums)
 
 
-def _phase(rec: dict[str, Any], S: int) -> tuple[str, str]:
-    """Phase of a run by the suite's form and by the author's pairwise form."""
+def _phase(rec: dict[str, Any]) -> tuple[str, str]:
+    """Phase of a record by the suite's form and by the author's pairwise form."""
 
     def of(values: list[float]) -> str:
         _lo, med, hi = mmm(values)
         return "collapsed" if hi <= COLLAPSED else "moving" if med >= MOVING else "between"
 
-    return of(op_grid(rec, "G", S)), of(pair_values(rec, "G"))
+    return of(op_grid(rec, "G", _s_main(rec))), of(pair_values(rec, "G"))
 
 
-def e7(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
+def e7(subjects: dict[str, Subject]) -> Verdict:
     """E7: both order-parameter forms put every run in the same phase, and both phases occur."""
     rule = (
         f"each run's final G is 'collapsed' (max <= {COLLAPSED:g}), 'moving' (median >= "
@@ -418,12 +486,7 @@ def e7(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
         "supported if the forms agree on every run and both collapsed and moving runs occur; "
         "not supported if the forms disagree on a run; else inconclusive"
     )
-    S = _s_max(result)
-    phases = {
-        n: _phase(last(r), S)
-        for n, r in result["runs"].items()
-        if r.get("history") and "diverged" not in r
-    }
+    phases = {n: _phase(s.last) for n, s in subjects.items() if s.history}
     nums: dict[str, float | int | str] = {n: f"{p[0]} / {p[1]}" for n, p in phases.items()}
     seen = {p[0] for p in phases.values()}
     if any(a != b for a, b in phases.values()):
@@ -438,15 +501,70 @@ def e7(result: dict[str, Any], _t: dict[str, Any] | None = None) -> Verdict:
     return Verdict("E7", verdict, "all runs", rule, caveat, nums)
 
 
-RULES: tuple[Rule, ...] = (e1, e2, e3, e4, e5, e6, e7, e8)
+def online(s: Subject) -> Verdict:
+    """The online contract: no prefix logit changes when the suffix is replaced."""
+    o = s.final["online_contract"]
+    nums: dict[str, float | int | str] = {
+        "prefix logits changed": o["changed"],
+        "of": o["entries"],
+        "max change": o["max_abs_change"],
+    }
+    rule = (
+        "supported (prefix-consistent, as the paper's online use needs) if no logit of the "
+        "kept prefix changes when the rest of the sequence is replaced; not supported otherwise"
+    )
+    verdict = SUPPORTED if o["changed"] == 0 else NOT_SUPPORTED
+    return Verdict("online contract", verdict, s.by, rule, s.scope, nums)
+
+
 UNGATED = ("E5",)
 """Claims the gate does not apply to (E5: wall time does not depend on what was learned)."""
 
 
+def _usable(result: dict[str, Any], name: str) -> Subject | None:
+    run = result["runs"].get(name)
+    if run is None or not run.get("history") or "diverged" in run:
+        return None
+    return study_subject(result, name)
+
+
 def rules(result: dict[str, Any], timings: dict[str, Any] | None) -> list[Verdict]:
-    """Every claim's verdict, E1..E8, the gate applied."""
-    out = []
-    for r in RULES:
-        v = r(result, timings)
-        out.append(v if v.claim in UNGATED else _apply_gate(result, v))
-    return out
+    """Every claim's verdict on the saved study, E1..E8, the gate applied."""
+    author = study_subject(result, AUTHOR)
+    author = Subject(AUTHOR, author.history, author.final, author.dk,
+                     f"{author.scope}; {AUDIT}", True)  # fmt: skip
+    plain = study_subject(result, AUTHOR)
+    usable = {n: s for n in result["runs"] if (s := _usable(result, n)) is not None}
+    out = [
+        e1(author, _usable(result, FROZEN)),
+        e2(plain),
+        e3(author),
+        e4(plain, _usable(result, SUB)),
+        e5(result, timings),
+        e6(plain),
+        e7(usable),
+        e8(plain),
+    ]
+    return [v if v.claim in UNGATED else _apply_gate(result, v) for v in out]
+
+
+def checkpoint_rules(d: dict[str, Any]) -> list[Verdict]:
+    """The ledger rows a checkpoint can decide, from :func:`run_checkpoint_diagnose`'s result.
+
+    The same rules as the study's, on the checkpoint's one record (no step 0) and
+    final measurements; no gate (the checkpoint's training is not the suite's to judge).
+    """
+    m = d["model"]
+    if m.get("tokens"):
+        src = f"from {m['tokens']}"
+    else:
+        src = f"the study's inputs {m['inputs']}" if m.get("inputs") else "random ids"
+    s = Subject(
+        f"checkpoint {m['checkpoint']}",
+        [d["record"]],
+        d["final"],
+        m["dk"],
+        f"on {m['n_prompts']} prompts ({src})",
+        False,
+    )
+    return [e1(s), e2(s), e3(s), e8(s), online(s)]

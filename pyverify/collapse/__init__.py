@@ -1,18 +1,18 @@
 """Empirical collapse, measured: an ablation study of a small PLDR decoder.
 
 Modules: :mod:`~pyverify.collapse.corpus` (byte tokenizer, split, batches),
-:mod:`~pyverify.collapse.model` (the torch decoder), :mod:`~pyverify.collapse.config`
-(settings and the five named runs), :mod:`~pyverify.collapse.train` (training,
-checkpoints), :mod:`~pyverify.collapse.measure` (order parameters, eps_G, rank
-profile, commutant residual), :mod:`~pyverify.collapse.fidelity` (cached vs
-uncached decoding), :mod:`~pyverify.collapse.plots`, :mod:`~pyverify.collapse.runner`
-(``pyverify collapse``), :mod:`~pyverify.collapse.convert` (weights into the
-float64 reference decoder, the oracle).
+:mod:`~pyverify.collapse.model` (the torch decoder, in the author's
+``pldr_model_v510`` layout), :mod:`~pyverify.collapse.config` (settings and the
+named runs), :mod:`~pyverify.collapse.inputs` (the study's measurement inputs),
+:mod:`~pyverify.collapse.train` (training, the author's checkpoint format),
+:mod:`~pyverify.collapse.plots`, :mod:`~pyverify.collapse.runner`
+(``pyverify collapse``). Every measurement is :mod:`pyverify.measure`'s.
 """
+
+from typing import Any
 
 from pyverify.collapse.config import RUNS, RunConfig, RunSpec, full_config, small_config
 from pyverify.collapse.model import ModelConfig, PLDRDecoder
-from pyverify.collapse.runner import run_collapse
 
 __all__ = [
     "RUNS",
@@ -24,3 +24,15 @@ __all__ = [
     "run_collapse",
     "small_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``run_collapse``, imported on first use.
+
+    The runner imports :mod:`pyverify.measure`, which imports the model from this package.
+    """
+    if name == "run_collapse":
+        from pyverify.collapse.runner import run_collapse
+
+        return run_collapse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

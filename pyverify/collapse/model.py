@@ -1,30 +1,43 @@
-"""The PLDR decoder trained by ``pyverify collapse`` (a ``torch.nn.Module``).
+"""The PLDR decoder trained by ``pyverify collapse``, in the author's module layout.
 
 The spec's post-LayerNorm decoder (``plga-spec.md``)::
 
     x  = LayerNorm(Emb(tokens) * sqrt(d_model))
-    per layer:  q, k, v = x Wq + bq, ...; RoPE on q, k (adjacent planes)
+    per layer:  q, k, v = Linear(x); RoPE on q, k (adjacent planes)
                 D = Q^T Q;  A0 = LN_rows(D);  A = Phi(A0)        # SHARED by the heads
                 A_LM = iSwiGLU(W A + b) + 1e-9;  A_P = A_LM ** P;  G = a A_P + b_a  # per head
-                h = softmax(Q G K^T / sqrt(dk) + causal) V;  out = concat(h) Wo + bo
+                h = softmax(Q G K^T / sqrt(dk) + causal) V;  out = Linear(concat(h))
                 x1 = LN(out + x);  x = LN(SwiGLU_ffn(x1) + x1)
-    logits = x W_out + b_out
+    logits = Linear(x)
 
-As in the reference ``pldr_model_v510``, the row LayerNorm of ``D`` and the
-residual SwiGLU units of the metric learner are one set of weights per layer,
-applied to the ``(B, H, dk, dk)`` stack; only ``W, b, P, a, b_a`` are per head.
-Row-vector convention (``x @ W``), so :func:`pyverify.collapse.convert.to_reference`
-copies weights into :class:`pyverify.reference.DecoderParams` without transposes.
+The module tree is the author's ``pldr_model_v510.PLDR_Model`` (repository
+``burcgokden/PLDR-LLM-with-KVG-cache``, ``src/pldr_model_v510``): the same
+submodule names, parameter shapes (``nn.Linear`` weights ``(out, in)``) and
+registration order, so ``state_dict()`` IS a v510 state dict (its keys are
+listed in :mod:`pyverify.reference.v510`) that ``pyverify.kernels.load_v510``
+and the author's ``PLDR_Model`` (``load_state_dict(strict=True)``; their RoPE
+buffers are not persistent) both load. The RoPE here has no buffers: angles are
+formed in float64 on the fly (the author's torchtune module builds a float32
+table); ``sqrt(d_model)`` and ``sqrt(dk)`` are exact float64 (theirs are
+rounded to float32); the causal mask is ``-inf`` (theirs adds ``-1e9``, the same
+after ``exp`` in float32 and float64).
 
-Initialisation, drawn from a seeded ``torch.Generator``: the per-head
-``W, P, a`` as the author's ``plga_layer`` (``nn.init.xavier_normal_``: for an
-``(H, dk, dk)`` tensor fan_in = dk*dk, fan_out = H*dk, so std =
-sqrt(2 / (dk^2 + H dk))), ``b`` and ``b_a`` zero. With ``p_init="spread"``
-``P ~ U[0.5, 1.5]`` instead (both draws are always taken, so every other
-weight is the same in both inits). The rest (projections ``N(0, 1/fan_in)``,
-biases ``N(0, 0.02^2)`` or ``N(0, 0.1^2)`` in the learner, LayerNorms at
-gamma = 1, beta = 0) is the suite's own; the author's torch defaults differ
-there, which does not touch the operator ``G``.
+Initialisation (:func:`init_weights`), drawn from a private seeded
+``torch.Generator``, tensor by tensor as the author's constructors draw it:
+
+* ``nn.Linear`` layers passed through their ``weights_init`` (``wq``, ``wk``,
+  ``dense``, every ``GLUVariant``'s ``gluw1..3``, ``final_layer``):
+  ``xavier_uniform_`` weight (U(+-sqrt(6 / (fan_in + fan_out)))), zero bias;
+* ``wv``: their constructor applies ``weights_init`` to ``wk`` twice and never
+  to ``wv``, so ``wv`` keeps torch's ``nn.Linear`` default:
+  ``kaiming_uniform_(a=sqrt(5))`` weight and bias, both U(+-1 / sqrt(fan_in));
+* ``plga_layer``: ``Wlst, pwlst, alst`` (``W, P, a``) ``xavier_normal_`` (for an
+  ``(H, dk, dk)`` tensor fan_in = dk*dk, fan_out = H*dk: std sqrt(2 / (dk^2 + H dk))),
+  ``blst, balst`` (``b, b_a``) zero;
+* ``nn.Embedding``: N(0, 1); every ``nn.LayerNorm``: weight 1, bias 0 (eps 1e-6).
+
+``p_init="spread"`` draws ``P ~ U[0.5, 1.5]`` instead; both draws of ``P`` are
+always taken, so every other tensor is identical in the two inits.
 """
 
 from __future__ import annotations
@@ -34,14 +47,26 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F  # noqa: N812
+from torch.nn.utils import skip_init
 
 from pyverify.errors import InputValueError
 
-__all__ = ["LN_EPS", "METRIC_EPS", "LayerKV", "ModelConfig", "PLDRDecoder"]
+__all__ = [
+    "DEDUCTIVE",
+    "LN_EPS",
+    "METRIC_EPS",
+    "P_INITS",
+    "LayerKV",
+    "ModelConfig",
+    "PLDRDecoder",
+    "init_weights",
+]
 
 LN_EPS = 1e-6
 METRIC_EPS = 1e-9
 DEDUCTIVE = ("A", "A_LM", "A_P", "G")
+P_INITS = ("xavier", "spread")
 
 
 @dataclass(frozen=True)
@@ -64,7 +89,7 @@ class ModelConfig:
         return self.d_model // self.num_heads
 
     def validate(self) -> ModelConfig:
-        """Raise ``ValueError`` naming a bad size."""
+        """Raise :class:`~pyverify.errors.InputValueError` naming a bad size."""
         for name, val in asdict(self).items():
             if name != "rope_base" and (not isinstance(val, int) or val < 1):
                 raise InputValueError(f"model.{name} must be a positive int; got {val!r}")
@@ -75,59 +100,59 @@ class ModelConfig:
         return self
 
 
-def _normal(g: torch.Generator, shape: tuple[int, ...], std: float) -> nn.Parameter:
-    return nn.Parameter(torch.randn(shape, generator=g) * std)
+def _linear(d_in: int, d_out: int) -> nn.Linear:
+    return skip_init(nn.Linear, d_in, d_out)  # drawn by init_weights, not torch's global RNG
 
 
-def _ln_params(n: int) -> tuple[nn.Parameter, nn.Parameter]:
-    return nn.Parameter(torch.ones(n)), nn.Parameter(torch.zeros(n))
+def _layernorm(n: int) -> nn.LayerNorm:
+    return skip_init(nn.LayerNorm, n, eps=LN_EPS)
 
 
-class SwiGLU(nn.Module):
-    """``(silu(x W1 + b1) * (x W2 + b2)) W3 + b3`` on the last axis."""
+class GLUVariant(nn.Module):
+    """``gluw3(silu(gluw1(x)) * gluw2(x))`` (SwiGLU) on the last axis."""
 
-    def __init__(self, d_in: int, d_hidden: int, g: torch.Generator, bias_std: float) -> None:
+    def __init__(self, d_in: int, d_hidden: int, d_out: int) -> None:
         super().__init__()
-        self.W1 = _normal(g, (d_in, d_hidden), d_in**-0.5)
-        self.b1 = _normal(g, (d_hidden,), bias_std)
-        self.W2 = _normal(g, (d_in, d_hidden), d_in**-0.5)
-        self.b2 = _normal(g, (d_hidden,), bias_std)
-        self.W3 = _normal(g, (d_hidden, d_in), d_hidden**-0.5)
-        self.b3 = _normal(g, (d_in,), bias_std)
+        self.gluw1 = _linear(d_in, d_hidden)
+        self.gluw2 = _linear(d_in, d_hidden)
+        self.gluw3 = _linear(d_hidden, d_out)
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the block."""
-        return (nn.functional.silu(x @ self.W1 + self.b1) * (x @ self.W2 + self.b2)) @ self.W3 + (
-            self.b3
-        )
+        return self.gluw3(F.silu(self.gluw1(x)) * self.gluw2(x))
 
 
-class LayerNormRows(nn.Module):
-    """LayerNorm over the last axis, eps 1e-6, learned gamma and beta."""
+class ResLayerA(nn.Module):
+    """A residual unit of the metric learner: ``LN_rows(X + f_k(...f_1(X)))``."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, dk: int, a_dff: int, num_dense: int) -> None:
         super().__init__()
-        self.gamma, self.beta = _ln_params(n)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Normalise rows."""
-        return nn.functional.layer_norm(x, x.shape[-1:], self.gamma, self.beta, LN_EPS)
-
-
-class ResUnit(nn.Module):
-    """``LN_rows(X + f_k(...f_1(X)))``."""
-
-    def __init__(self, dk: int, a_dff: int, num_dense: int, g: torch.Generator) -> None:
-        super().__init__()
-        self.dense = nn.ModuleList(SwiGLU(dk, a_dff, g, 0.1) for _ in range(num_dense))
-        self.ln = LayerNormRows(dk)
+        self.denseAs = nn.ModuleList(GLUVariant(dk, a_dff, dk) for _ in range(num_dense))
+        self.layernormA = _layernorm(dk)
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the unit to each row."""
         y = x
-        for blk in self.dense:
+        for blk in self.denseAs:
             y = blk(y)
-        return self.ln(x + y)
+        return self.layernormA(x + y)
+
+
+class PlgaLayer(nn.Module):
+    """The per-head tensors ``W, b, P, a, b_a`` (``Wlst, blst, pwlst, alst, balst``)."""
+
+    def __init__(self, num_heads: int, dk: int) -> None:
+        super().__init__()
+        for name in ("Wlst", "blst", "pwlst", "alst", "balst"):
+            setattr(self, name, nn.Parameter(torch.empty(num_heads, dk, dk)))
+
+    def from_a(self, A: Tensor) -> dict[str, Tensor]:
+        """Steps 4-6 from a metric-learner output ``A (B, H, dk, dk)``: A, A_LM, A_P, G."""
+        z = self.Wlst @ A + self.blst
+        A_LM = z * F.silu(z) + METRIC_EPS
+        A_P = torch.pow(A_LM, self.pwlst)
+        G = self.alst @ A_P + self.balst
+        return {"A": A, "A_LM": A_LM, "A_P": A_P, "G": G}
 
 
 def rope(x: Tensor, offset: int, base: float) -> Tensor:
@@ -150,61 +175,50 @@ class LayerKV:
 
 
 class PLGAttention(nn.Module):
-    """Multi-head PLGA with the shared metric learner and per-head ``W, b, P, a, b_a``."""
+    """Multi-head PLGA (``plgMultiHeadAttention``): the shared metric learner, per-head tensors."""
 
-    def __init__(self, cfg: ModelConfig, g: torch.Generator, p_init: str = "xavier") -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        d, H, dk = cfg.d_model, cfg.num_heads, cfg.dk
+        d, dk = cfg.d_model, cfg.dk
         self.cfg = cfg
-        for n in "qkvo":
-            setattr(self, f"W{n}", _normal(g, (d, d), d**-0.5))
-            setattr(self, f"b{n}", _normal(g, (d,), 0.02))
-        self.ln0 = LayerNormRows(dk)
-        self.reslayers = nn.ModuleList(
-            ResUnit(dk, cfg.a_dff, cfg.num_dense, g) for _ in range(cfg.num_reslayer)
+        self.wq = _linear(d, d)
+        self.wk = _linear(d, d)
+        self.wv = _linear(d, d)
+        self.plgatt_layer = PlgaLayer(cfg.num_heads, dk)
+        self.dense = _linear(d, d)
+        self.reslayerAs = nn.ModuleList(
+            ResLayerA(dk, cfg.a_dff, cfg.num_dense) for _ in range(cfg.num_reslayer)
         )
-        xavier = math.sqrt(2.0 / (dk * dk + H * dk))
-        self.W = _normal(g, (H, dk, dk), xavier)
-        self.b = nn.Parameter(torch.zeros(H, dk, dk))
-        p_xavier = torch.randn((H, dk, dk), generator=g) * xavier
-        p_spread = torch.rand((H, dk, dk), generator=g) + 0.5
-        self.P = nn.Parameter(p_spread if p_init == "spread" else p_xavier)
-        self.a = _normal(g, (H, dk, dk), xavier)
-        self.b_a = nn.Parameter(torch.zeros(H, dk, dk))
+        self.layernorm1 = _layernorm(dk)
+
+    @property
+    def P(self) -> nn.Parameter:
+        """The per-head power ``P`` (``pwlst``)."""
+        return self.plgatt_layer.pwlst
+
+    @property
+    def a(self) -> nn.Parameter:
+        """The per-head coupling ``a`` (``alst``)."""
+        return self.plgatt_layer.alst
 
     def metric_parameters(self) -> list[nn.Parameter]:
         """The metric learner and ``W, b, P, a, b_a`` (what run ``frozen`` keeps at init)."""
         return [
-            *self.ln0.parameters(),
-            *self.reslayers.parameters(),
-            self.W,
-            self.b,
-            self.P,
-            self.a,
-            self.b_a,
+            *self.layernorm1.parameters(),
+            *self.reslayerAs.parameters(),
+            *self.plgatt_layer.parameters(),
         ]
-
-    def deductive(self, q: Tensor) -> dict[str, Tensor]:
-        """Steps 1-6 on rotated queries ``(B, H, S, dk)``: A, A_LM, A_P, G and the Gram ``D``."""
-        D = q.transpose(-2, -1) @ q
-        out = self.from_a(self.metric_rows(D))
-        out["D"] = D
-        return out
 
     def metric_rows(self, D: Tensor) -> Tensor:
         """The metric learner, a map applied to each row of ``D``: ``A = Phi(LN_rows(D))``."""
-        A = self.ln0(D)
-        for unit in self.reslayers:
+        A = self.layernorm1(D)
+        for unit in self.reslayerAs:
             A = unit(A)
         return A
 
     def from_a(self, A: Tensor) -> dict[str, Tensor]:
         """Steps 4-6 from a metric-learner output ``A``: A, A_LM, A_P, G."""
-        z = self.W @ A + self.b
-        A_LM = z * nn.functional.silu(z) + METRIC_EPS
-        A_P = torch.pow(A_LM, self.P)
-        G = self.a @ A_P + self.b_a
-        return {"A": A, "A_LM": A_LM, "A_P": A_P, "G": G}
+        return self.plgatt_layer.from_a(A)
 
     def forward(
         self,
@@ -212,12 +226,18 @@ class PLGAttention(nn.Module):
         G: Tensor | None = None,
         past: LayerKV | None = None,
         A: Tensor | None = None,
+        *,
+        a_prefix: int | None = None,
+        capture: bool = False,
     ) -> tuple[Tensor, dict[str, Tensor], LayerKV]:
         """Attend over new rows ``x (B, S, d)``; ``G (B|1, H, dk, dk)`` skips steps 1-6.
 
-        ``A`` (without ``G``) skips steps 1-3 only: the reference model's KV-cache
-        decoding, which stores the prompt's metric-learner output. Returns the
-        output, the deductive tensors (only ``G`` when it was given) and the
+        ``A`` (without ``G``) skips steps 1-3 only: the author's KV-cache decoding,
+        which stores the prompt's metric-learner output. ``a_prefix``: the Gram
+        ``D`` is formed from the first ``a_prefix`` rows only (A from a prompt
+        prefix). ``capture``: also return the Gram of the unrotated queries
+        (``"D0"``, for the rotary twirl). Returns the output, the deductive
+        tensors (with the Gram ``"D"``; only ``G`` when it was given) and the
         KV-cache of all positions so far.
         """
         B, S, d = x.shape
@@ -227,33 +247,41 @@ class PLGAttention(nn.Module):
         def split(t: Tensor) -> Tensor:
             return t.reshape(B, S, H, dk).transpose(1, 2)
 
-        q = rope(split(x @ self.Wq + self.bq), offset, self.cfg.rope_base)
-        k = rope(split(x @ self.Wk + self.bk), offset, self.cfg.rope_base)
-        v = split(x @ self.Wv + self.bv)
+        q0 = split(self.wq(x))
+        q = rope(q0, offset, self.cfg.rope_base)
+        k = rope(split(self.wk(x)), offset, self.cfg.rope_base)
+        v = split(self.wv(x))
         if past is not None:
             k, v = torch.cat((past.k, k), dim=2), torch.cat((past.v, v), dim=2)
         if G is not None:
             ded = {"G": G}
+        elif A is not None:
+            ded = self.from_a(A)
         else:
-            ded = self.deductive(q) if A is None else self.from_a(A)
+            qa = q if a_prefix is None else q[..., :a_prefix, :]
+            D = qa.transpose(-2, -1) @ qa
+            ded = self.from_a(self.metric_rows(D))
+            ded["D"] = D
+            if capture:
+                q0a = q0 if a_prefix is None else q0[..., :a_prefix, :]
+                ded["D0"] = q0a.transpose(-2, -1) @ q0a
         E = (q @ ded["G"]) @ k.transpose(-2, -1) / math.sqrt(dk)
         Sk = k.shape[2]
         allowed = torch.ones(S, Sk, dtype=torch.bool).tril(Sk - S)
         E = E.masked_fill(~allowed, float("-inf"))
         h = torch.softmax(E, dim=-1) @ v
-        out = h.transpose(1, 2).reshape(B, S, d) @ self.Wo + self.bo
-        return out, ded, LayerKV(k, v)
+        return self.dense(h.transpose(1, 2).reshape(B, S, d)), ded, LayerKV(k, v)
 
 
 class DecoderLayer(nn.Module):
-    """``x1 = LN(MHA(x) + x)``, ``LN(SwiGLU(x1) + x1)``."""
+    """``PLDR_DecoderLayer``: ``x1 = LN(MHA(x) + x)``, ``LN(SwiGLU(x1) + x1)``."""
 
-    def __init__(self, cfg: ModelConfig, g: torch.Generator, p_init: str = "xavier") -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.mha = PLGAttention(cfg, g, p_init)
-        self.ln1 = LayerNormRows(cfg.d_model)
-        self.ffn = SwiGLU(cfg.d_model, cfg.dff, g, 0.1)
-        self.ln2 = LayerNormRows(cfg.d_model)
+        self.mha1 = PLGAttention(cfg)
+        self.ffn = GLUVariant(cfg.d_model, cfg.dff, cfg.d_model)
+        self.layernorm1 = _layernorm(cfg.d_model)
+        self.layernorm2 = _layernorm(cfg.d_model)
 
     def forward(
         self,
@@ -261,15 +289,79 @@ class DecoderLayer(nn.Module):
         G: Tensor | None = None,
         past: LayerKV | None = None,
         A: Tensor | None = None,
+        **kw: object,
     ) -> tuple[Tensor, dict[str, Tensor], LayerKV]:
         """One layer."""
-        h, ded, kv = self.mha(x, G, past, A)
-        x1 = self.ln1(h + x)
-        return self.ln2(self.ffn(x1) + x1), ded, kv
+        h, ded, kv = self.mha1(x, G, past, A, **kw)
+        x1 = self.layernorm1(h + x)
+        return self.layernorm2(self.ffn(x1) + x1), ded, kv
+
+
+class Decoder(nn.Module):
+    """``PLDR_Decoder``: embedding, layers and the embedding's LayerNorm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embedding = skip_init(nn.Embedding, cfg.vocab, cfg.d_model)
+        self.dec_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
+        self.layernorm1 = _layernorm(cfg.d_model)
+
+
+def _glorot(t: Tensor, g: torch.Generator) -> None:
+    nn.init.xavier_uniform_(t, generator=g)
+
+
+def init_weights(model: PLDRDecoder, seed: int, p_init: str = "xavier") -> None:
+    """Draw every tensor of ``model`` as the author's constructors do (module docstring)."""
+    if p_init not in P_INITS:
+        raise InputValueError(f"p_init must be 'xavier' or 'spread'; got {p_init!r}")
+    g = torch.Generator().manual_seed(seed)
+
+    def linear(m: nn.Linear) -> None:  # their weights_init
+        _glorot(m.weight, g)
+        nn.init.zeros_(m.bias)
+
+    def norm(m: nn.LayerNorm) -> None:
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)
+
+    def glu(m: GLUVariant) -> None:
+        for lin in (m.gluw1, m.gluw2, m.gluw3):
+            linear(lin)
+
+    with torch.no_grad():
+        nn.init.normal_(model.decoder.embedding.weight, generator=g)
+        for layer in model.layers:
+            mha = layer.mha1
+            linear(mha.wq)
+            linear(mha.wk)
+            bound = 1.0 / math.sqrt(mha.wv.in_features)  # torch's nn.Linear default
+            nn.init.kaiming_uniform_(mha.wv.weight, a=math.sqrt(5), generator=g)
+            nn.init.uniform_(mha.wv.bias, -bound, bound, generator=g)
+            plga = mha.plgatt_layer
+            nn.init.xavier_normal_(plga.Wlst, generator=g)
+            nn.init.zeros_(plga.blst)
+            nn.init.xavier_normal_(plga.pwlst, generator=g)
+            spread = torch.rand(plga.pwlst.shape, generator=g) + 0.5
+            if p_init == "spread":
+                plga.pwlst.copy_(spread)
+            nn.init.xavier_normal_(plga.alst, generator=g)
+            nn.init.zeros_(plga.balst)
+            linear(mha.dense)
+            for unit in mha.reslayerAs:
+                for blk in unit.denseAs:
+                    glu(blk)
+                norm(unit.layernormA)
+            norm(mha.layernorm1)
+            glu(layer.ffn)
+            norm(layer.layernorm1)
+            norm(layer.layernorm2)
+        norm(model.decoder.layernorm1)
+        linear(model.final_layer)
 
 
 class PLDRDecoder(nn.Module):
-    """The whole decoder; :meth:`forward` returns logits, deductive tensors and KV-caches.
+    """The whole decoder (``PLDR_Model``); :meth:`forward` returns logits, tensors, KV-caches.
 
     Parameters
     ----------
@@ -279,19 +371,26 @@ class PLDRDecoder(nn.Module):
         Seed of the initialisation (a private ``torch.Generator``).
     p_init : {"xavier", "spread"}
         Init of ``P``: the author's ``xavier_normal_`` or ``U[0.5, 1.5]``.
+    init : bool
+        Draw the weights (False: uninitialised memory, for a state dict loaded next).
     """
 
-    def __init__(self, cfg: ModelConfig, seed: int = 0, p_init: str = "xavier") -> None:
+    def __init__(
+        self, cfg: ModelConfig, seed: int = 0, p_init: str = "xavier", *, init: bool = True
+    ) -> None:
         super().__init__()
-        if p_init not in ("xavier", "spread"):
+        if p_init not in P_INITS:
             raise InputValueError(f"p_init must be 'xavier' or 'spread'; got {p_init!r}")
         self.cfg = cfg.validate()
-        g = torch.Generator().manual_seed(seed)
-        self.embedding = _normal(g, (cfg.vocab, cfg.d_model), 1.0)
-        self.ln = LayerNormRows(cfg.d_model)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, g, p_init) for _ in range(cfg.num_layers))
-        self.W_out = _normal(g, (cfg.d_model, cfg.vocab), cfg.d_model**-0.5)
-        self.b_out = _normal(g, (cfg.vocab,), 0.02)
+        self.decoder = Decoder(cfg)
+        self.final_layer = _linear(cfg.d_model, cfg.vocab)
+        if init:
+            init_weights(self, seed, p_init)
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        """The decoder layers (``decoder.dec_layers``)."""
+        return self.decoder.dec_layers
 
     def forward(
         self,
@@ -299,6 +398,9 @@ class PLDRDecoder(nn.Module):
         G: list[Tensor] | None = None,
         past: list[LayerKV] | None = None,
         A: list[Tensor] | None = None,
+        *,
+        a_prefix: int | None = None,
+        capture: bool = False,
     ) -> tuple[Tensor, list[dict[str, Tensor]], list[LayerKV]]:
         """Causal pass on ``tokens (B, S)`` (new positions after ``past`` if given).
 
@@ -312,6 +414,10 @@ class PLDRDecoder(nn.Module):
             KV-cache of earlier positions (decoding).
         A : list of torch.Tensor (B, H, dk, dk), optional
             Per-layer stored metric-learner output (used when ``G`` is not given).
+        a_prefix : int, optional
+            Form each layer's Gram from the first ``a_prefix`` positions only.
+        capture : bool
+            Also return each layer's unrotated query Gram (``"D0"``).
 
         Returns
         -------
@@ -322,16 +428,20 @@ class PLDRDecoder(nn.Module):
             raise InputValueError(
                 f"tokens must be an int64 tensor (B, S); got {tokens.dtype} {tuple(tokens.shape)}"
             )
-        x = self.embedding[tokens] * math.sqrt(self.cfg.d_model)
-        x = self.ln(x)
+        if a_prefix is not None and not 1 <= a_prefix <= tokens.shape[1]:
+            raise InputValueError(f"a_prefix must lie in [1, {tokens.shape[1]}]; got {a_prefix}")
+        dec = self.decoder
+        x = dec.layernorm1(dec.embedding(tokens) * math.sqrt(self.cfg.d_model))
         deds, kvs = [], []
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(dec.dec_layers):
             x, ded, kv = layer(
                 x,
                 None if G is None else G[i],
                 None if past is None else past[i],
                 None if A is None else A[i],
+                a_prefix=a_prefix,
+                capture=capture,
             )
             deds.append(ded)
             kvs.append(kv)
-        return x @ self.W_out + self.b_out, deds, kvs
+        return self.final_layer(x), deds, kvs

@@ -23,6 +23,8 @@ COLOURS = {
     "no-decay": "tab:green",
     "spread-init": "tab:purple",
     "subcritical": "tab:blue",
+    "last-only": "tab:orange",
+    "prompt-A": "tab:brown",
 }
 TINY = 1e-18  # floor for log axes (an exact 0 is drawn at this height)
 

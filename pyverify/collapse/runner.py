@@ -7,11 +7,14 @@ Writes into ``out_dir`` (default ``reports/collapse/``):
 * ``timings.json`` -- wall times, decoding speed, host and load (not deterministic);
 * ``*.png`` -- figures drawn from ``collapse.json`` alone
   (:func:`pyverify.collapse.plots.draw_all`, also ``--plots-only``);
-* ``checkpoints/<run>/`` -- ``checkpoint.pt`` and, once a run is done,
-  ``final.json`` and ``timing.json``, for ``--resume`` (git-ignored).
+* ``checkpoints/<run>/`` -- ``checkpoint.pt`` (the author's checkpoint format,
+  :mod:`pyverify.collapse.train`), ``init.pt`` (the step-0 model) and, once a run
+  is done, ``final.json`` and ``timing.json``, for ``--resume``; and
+  ``checkpoints/inputs.json``, the measurement inputs, for ``pyverify diagnose
+  --checkpoint ... --inputs`` (all git-ignored).
 
-Runs go ``jobs`` at a time in worker processes of one thread each, so a run's
-numbers do not depend on ``jobs``.
+Runs go ``jobs`` at a time in worker processes of one thread each, the longest
+first, so a run's numbers do not depend on ``jobs``.
 """
 
 from __future__ import annotations
@@ -29,11 +32,18 @@ import torch
 
 from pyverify.collapse.config import RUNS, RunConfig
 from pyverify.collapse.corpus import load_corpus
-from pyverify.collapse.fidelity import fidelity, time_per_token
-from pyverify.collapse.measure import as_float64, causal_val_loss, deductive_stack
+from pyverify.collapse.inputs import INPUTS_FILE, final_inputs, write_inputs
 from pyverify.collapse.ngram import ngram_losses
-from pyverify.collapse.train import CHECKPOINT, TrainingDivergedError, train_run
+from pyverify.collapse.train import (
+    CHECKPOINT,
+    INIT,
+    TrainingDivergedError,
+    load_checkpoint,
+    train_run,
+)
 from pyverify.errors import InputValueError
+from pyverify.measure import as_float64, load_model, measure_final
+from pyverify.measure.decoding import time_per_token
 from pyverify.output import Progress, write_json
 
 __all__ = ["RESULT_FILE", "TIMINGS_FILE", "baseline", "run_collapse"]
@@ -42,11 +52,12 @@ RESULT_FILE = "collapse.json"
 TIMINGS_FILE = "timings.json"
 FINAL_FILE = "final.json"
 TIMING_FILE = "timing.json"
-FINAL_VERSION = 2
+FINAL_VERSION = 3
 """Version of the final measurements; a saved ``final.json`` of another is redone on
 ``--resume`` (from the finished checkpoint, without retraining). 2: the causal
 validation loss was added after the first full run showed that the teacher-forced
-loss sees later tokens through G."""
+loss sees later tokens through G. 3: one measurement path (:mod:`pyverify.measure`):
+the online contract and the N1 cache contract added."""
 
 
 def baseline(cfg: RunConfig) -> dict[str, Any]:
@@ -63,16 +74,12 @@ def baseline(cfg: RunConfig) -> dict[str, Any]:
     }
 
 
-def _final(model: torch.nn.Module, cfg: RunConfig, corpus: Any) -> tuple[dict, dict]:
-    m64 = as_float64(model)
-    probes = corpus.windows(cfg.n_probe, cfg.seq, phase=0.0)
-    mean_G = [g.mean(dim=0) for g in deductive_stack(m64, probes)["G"].unbind(dim=1)]
-    prompts = corpus.windows(cfg.n_prompts, cfg.prompt_len, phase=0.25)
-    fid = fidelity(m64, prompts, cfg.n_new, mean_G)
-    val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5)
-    causal = causal_val_loss(m64, val[:, :-1], val[:, 1:])
-    timing = time_per_token(model, prompts, cfg.n_new)
-    return {"fidelity": fid, "causal_val_loss": causal}, timing
+def _final(model: Any, cfg: RunConfig, corpus: Any, ckpt_dir: Path) -> tuple[dict, dict]:
+    fin = final_inputs(cfg, corpus)
+    init64 = load_model(ckpt_dir / INIT)
+    final = measure_final(as_float64(model), fin, init64)
+    timing = time_per_token(model, fin.prompts[0], cfg.n_new)
+    return final, timing
 
 
 def _one_run(
@@ -88,7 +95,7 @@ def _one_run(
         saved = json.loads(final_f.read_text())
         if saved.get("stamp") == stamp:
             if q is not None:
-                q.put((name, cfg.steps, float("nan")))
+                q.put((name, cfg.run_steps(run), float("nan")))
             return name, saved["entry"], json.loads(timing_f.read_text())
     earlier = 0.0  # training time of earlier sessions (a resumed run keeps its total)
     if resume and timing_f.is_file():
@@ -102,16 +109,16 @@ def _one_run(
         )
     except TrainingDivergedError as exc:  # a finding, recorded; the other runs go on
         ckpt = ckpt_dir / CHECKPOINT
-        hist = torch.load(ckpt, weights_only=False)["history"] if ckpt.is_file() else []
+        hist = load_checkpoint(ckpt)["trainer"]["history"] if ckpt.is_file() else []
         entry = {"spec": run.to_dict(), "history": hist, "diverged": str(exc)}
         write_json(final_f, {"stamp": stamp, "entry": entry})
         write_json(timing_f, {"train_and_measure_s": time.perf_counter() - t1})
         return name, entry, {"train_and_measure_s": time.perf_counter() - t1}
     t2 = time.perf_counter()
     entry: dict[str, Any] = {"spec": run.to_dict(), "history": history}
-    if stop_after is not None and stop_after < cfg.steps:
+    if stop_after is not None and stop_after < cfg.run_steps(run):
         return name, entry, None
-    final, timing = _final(model, cfg, corpus)
+    final, timing = _final(model, cfg, corpus, ckpt_dir)
     entry.update(final)
     timing = {
         "train_and_measure_s": earlier + t2 - t1,
@@ -183,6 +190,8 @@ def run_collapse(
     t0 = time.perf_counter()
     load_before = _loadavg()
     say("collapse: n-gram baseline")
+    (out_dir / "checkpoints").mkdir(exist_ok=True)
+    write_inputs(out_dir / "checkpoints" / INPUTS_FILE, cfg, load_corpus())
     result: dict[str, Any] = {
         "study": "ablation",
         "settings": cfg.to_dict(),
@@ -211,7 +220,10 @@ def run_collapse(
         disable=not progress,
         transient=False,
     ) as bar:
-        tasks = {n: bar.add_task(f"collapse {n}", total=cfg.steps, loss=float("nan")) for n in runs}
+        tasks = {
+            n: bar.add_task(f"collapse {n}", total=cfg.run_steps(RUNS[n]), loss=float("nan"))
+            for n in runs
+        }
 
         def show(msg: tuple[str, int, float]) -> None:
             bar.update(tasks[msg[0]], completed=msg[1], loss=msg[2])
@@ -222,16 +234,18 @@ def run_collapse(
                 for n in runs:
                     _, entry, timing = _one_run(n, cfg, out_dir, resume, stop_after, threads, None)
                     done[n] = (entry, timing)
-                    bar.update(tasks[n], completed=cfg.steps if stop_after is None else stop_after)
+                    steps = cfg.run_steps(RUNS[n])
+                    bar.update(tasks[n], completed=steps if stop_after is None else stop_after)
             finally:
                 torch.set_num_threads(before)
         else:
             ctx = mp.get_context("spawn")
             with ctx.Manager() as mgr, ctx.Pool(jobs) as pool:
                 q = mgr.Queue()
+                longest_first = sorted(runs, key=lambda n: -cfg.run_steps(RUNS[n]))
                 pending = [
                     pool.apply_async(_one_run, (n, cfg, out_dir, resume, stop_after, threads, q))
-                    for n in runs
+                    for n in longest_first  # the 3x runs do not start last
                 ]
                 while not all(p.ready() for p in pending):
                     try:
@@ -246,7 +260,7 @@ def run_collapse(
         result["runs"][n] = entry
         if timing is not None:
             timings["runs"][n] = timing
-    if stop_after is not None and stop_after < cfg.steps:
+    if stop_after is not None and stop_after < max(cfg.run_steps(RUNS[n]) for n in runs):
         return result
     timings["total_s"] = time.perf_counter() - t0
     timings["loadavg_after"] = _loadavg()

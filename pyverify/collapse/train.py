@@ -1,11 +1,23 @@
-"""Training one named run: AdamW, linear warm-up + cosine, checkpoints, resumable.
+"""Training one named run: AdamW, linear warm-up + cosine, the author's checkpoint format.
 
 Determinism: the initialisation uses a seeded generator, step ``t``'s batch
-comes from ``default_rng([seed, t])`` and the learning rate is a function of
-``t`` alone, so the state after step ``t`` is (model, optimizer, history).
-A checkpoint holds exactly that and is written atomically every
-``measure_every`` steps; ``resume=True`` continues from it and gives the same
-numbers as an uninterrupted run (same machine, same thread count).
+comes from ``default_rng([seed, t])``, the learning rate is a function of ``t``
+alone and every measurement draws from its own seeded generator, so the state
+after step ``t`` is (model, optimizer, history, loss accumulators). A resumed
+run gives the same numbers as an uninterrupted one (same thread count).
+
+Checkpoints (``out_dir``), written atomically (a temporary file, then a rename):
+
+* ``checkpoint.pt`` every ``measure_every`` steps and at the end: the author's
+  ``save_model`` dict (``pldr_run_model_v510.py``) -- ``model_state_dict`` (a
+  ``pldr_model_v510`` state dict), ``optimizer_state_dict``, ``loss`` and
+  ``accuracy`` (the training loss and token accuracy averaged since the
+  previous measurement) -- plus ``trainer``, the trainer's own state (format,
+  settings, run, step, history, accumulators), plain Python values that
+  ``torch.load(weights_only=True)`` reads; the author's ``load_model`` reads
+  the four keys it knows;
+* ``init.pt``: the step-0 model in the same format (no optimizer), for the
+  stale-cache contract (N1) and for ``pyverify diagnose --checkpoint``.
 """
 
 from __future__ import annotations
@@ -17,16 +29,32 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
+from torch.nn import functional as F  # noqa: N812
 
 from pyverify.collapse.config import RunConfig, RunSpec
 from pyverify.collapse.corpus import Corpus
-from pyverify.collapse.measure import as_float64, measure, sample_continuations, val_loss
+from pyverify.collapse.inputs import record_inputs
 from pyverify.collapse.model import PLDRDecoder
 from pyverify.errors import InputValueError
+from pyverify.measure import as_float64, measure_record
 
-__all__ = ["CHECKPOINT", "TrainingDivergedError", "lr_at", "make_optimizer", "train_run"]
+__all__ = [
+    "CHECKPOINT",
+    "INIT",
+    "TRAINER_FORMAT",
+    "TrainingDivergedError",
+    "load_checkpoint",
+    "lr_at",
+    "make_optimizer",
+    "objective_loss",
+    "train_run",
+]
 
 CHECKPOINT = "checkpoint.pt"
+INIT = "init.pt"
+TRAINER_FORMAT = 1
+"""Version of the ``trainer`` entry; a checkpoint of another is not resumed."""
 
 
 class TrainingDivergedError(ValueError):
@@ -34,11 +62,15 @@ class TrainingDivergedError(ValueError):
 
 
 def lr_at(step: int, cfg: RunConfig, run: RunSpec) -> float:
-    """Learning rate of step ``step`` (0-based): linear warm-up, cosine to ``min_lr_frac``."""
-    warm = max(1, round(run.warmup_frac * cfg.steps))
+    """Learning rate of step ``step`` (0-based): linear warm-up, cosine to ``min_lr_frac``.
+
+    Both phases span the run's own step count (:meth:`RunConfig.run_steps`).
+    """
+    steps = cfg.run_steps(run)
+    warm = max(1, round(run.warmup_frac * steps))
     if step < warm:
         return run.peak_lr * (step + 1) / warm
-    frac = (step - warm) / max(1, cfg.steps - warm)
+    frac = (step - warm) / max(1, steps - warm)
     cos = 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
     return run.peak_lr * (cfg.min_lr_frac + (1.0 - cfg.min_lr_frac) * cos)
 
@@ -54,7 +86,7 @@ def make_optimizer(model: PLDRDecoder, cfg: RunConfig, run: RunSpec) -> torch.op
     frozen: set[int] = set()
     no_decay: set[int] = set()
     for layer in model.layers:
-        mha = layer.mha
+        mha = layer.mha1
         if run.frozen_metric:
             frozen.update(id(p) for p in mha.metric_parameters())
         if not run.decay_p_a:
@@ -73,10 +105,37 @@ def make_optimizer(model: PLDRDecoder, cfg: RunConfig, run: RunSpec) -> torch.op
     return torch.optim.AdamW(groups, lr=run.peak_lr, betas=cfg.betas, eps=cfg.adam_eps)
 
 
+def objective_loss(
+    model: PLDRDecoder, x: Tensor, y: Tensor, objective: str, prompt_len: int
+) -> tuple[Tensor, Tensor]:
+    """``(loss, accuracy)`` of one batch under the run's objective.
+
+    ``all``: every position of the teacher-forced window; ``last``: the final
+    position only; ``prompt-A``: A (hence G) from the first ``prompt_len`` tokens,
+    the loss on every token after them (positions ``prompt_len - 1 ..``, whose
+    predictions see earlier tokens only).
+    """
+    if objective == "prompt-A":
+        logits, _, _ = model(x, a_prefix=prompt_len)
+        logits, y = logits[:, prompt_len - 1 :], y[:, prompt_len - 1 :]
+    else:
+        logits, _, _ = model(x)
+        if objective == "last":
+            logits, y = logits[:, -1:], y[:, -1:]
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    accuracy = (logits.detach().argmax(-1) == y).double().mean()
+    return loss, accuracy
+
+
 def _save(path: Path, state: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(path.name + ".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """A study checkpoint as ``torch.load(weights_only=True)`` reads it."""
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def train_run(
@@ -96,11 +155,11 @@ def train_run(
     cfg : RunConfig
         Settings.
     run : RunSpec
-        The named run (schedule, init of ``P``, frozen parts, decay groups).
+        The named run (schedule, init of ``P``, frozen parts, decay groups, objective).
     corpus : Corpus
         Data.
     out_dir : pathlib.Path
-        Folder of this run's checkpoint.
+        Folder of this run's checkpoints.
     resume : bool
         Continue from ``out_dir/checkpoint.pt`` if present (else start fresh).
     stop_after : int, optional
@@ -112,52 +171,53 @@ def train_run(
     Returns
     -------
     tuple
-        ``(model, history)``; ``history`` holds one record per measurement.
+        ``(model, history)``; ``history`` holds one record per measurement
+        (``step``, ``lr``, ``train_loss``, ``train_accuracy`` and
+        :func:`pyverify.measure.measure_record`'s keys).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     ckpt = out_dir / CHECKPOINT
+    total = cfg.run_steps(run)
     model = PLDRDecoder(cfg.model, seed=cfg.seed, p_init=run.p_init)
     opt = make_optimizer(model, cfg, run)
     history: list[dict[str, Any]] = []
-    step, loss_sum, loss_n = 0, 0.0, 0
-    if resume and ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
-        if state["settings"] != cfg.to_dict() or state["run"] != run.to_dict():
+    step, loss_sum, acc_sum, n_acc = 0, 0.0, 0.0, 0
+    stamp = {"format": TRAINER_FORMAT, "settings": cfg.to_dict(), "run": run.to_dict()}
+    resumed = resume and ckpt.is_file()
+    if resumed:
+        state = load_checkpoint(ckpt)
+        tr = state.get("trainer", {})
+        if {k: tr.get(k) for k in stamp} != stamp:
             raise InputValueError(f"{ckpt}: checkpoint of other settings; run without --resume")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        step, history = state["step"], state["history"]
-        loss_sum, loss_n = state["loss_sum"], state["loss_n"]
-    probes = {S: corpus.windows(cfg.n_probe, S, phase=0.0) for S in cfg.s_measure}
-    val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5)
-    val_in, val_tg = val[:, :-1], val[:, 1:]
-    pair_prompts = corpus.windows(cfg.n_pairs, cfg.pair_prompt_len, phase=0.75)
+        model.load_state_dict(state["model_state_dict"])
+        opt.load_state_dict(state["optimizer_state_dict"])
+        step, history = tr["step"], tr["history"]
+        loss_sum, acc_sum, n_acc = tr["loss_sum"], tr["acc_sum"], tr["n_acc"]
+    if not (resumed and (out_dir / INIT).is_file()):  # the init is a function of the seed
+        init = PLDRDecoder(cfg.model, seed=cfg.seed, p_init=run.p_init) if resumed else model
+        _save(out_dir / INIT, {"model_state_dict": init.state_dict(), "optimizer_state_dict": None,
+                               "loss": None, "accuracy": None})  # fmt: skip
+    inputs = record_inputs(cfg, corpus)
 
     def record(step_done: int) -> None:
-        m64 = as_float64(model)
-        pairs = (
-            sample_continuations(m64, pair_prompts, cfg.pair_new, cfg.seed, 2 * step_done),
-            sample_continuations(m64, pair_prompts, cfg.pair_new, cfg.seed, 2 * step_done + 1),
-        )
-        rec = {
+        rec: dict[str, Any] = {
             "step": step_done,
             "lr": lr_at(max(0, step_done - 1), cfg, run),
-            "train_loss": loss_sum / loss_n if loss_n else None,
-            "val_loss": val_loss(m64, val_in, val_tg),
+            "train_loss": loss_sum / n_acc if n_acc else None,
+            "train_accuracy": acc_sum / n_acc if n_acc else None,
         }
-        rec.update(measure(m64, probes, pairs, cfg.rank_rtol, cfg.jac_probes))
+        rec.update(measure_record(as_float64(model), inputs))
         history.append(rec)
 
     if step == 0 and not history:
         record(0)
     model.train()
-    end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
+    end = total if stop_after is None else min(total, stop_after)
     while step < end:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg, run)
         x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)
-        logits, _, _ = model(x)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss, acc = objective_loss(model, x, y, run.objective, cfg.prompt_len)
         if not torch.isfinite(loss):
             raise TrainingDivergedError(
                 f"run {run.name}: training loss is {float(loss)} at step {step} "
@@ -169,25 +229,32 @@ def train_run(
         opt.step()
         step += 1
         loss_val = float(loss.detach())
-        loss_sum, loss_n = loss_sum + loss_val, loss_n + 1
+        loss_sum, acc_sum, n_acc = loss_sum + loss_val, acc_sum + float(acc), n_acc + 1
         if on_step is not None:
             on_step(step, loss_val)
-        if step % cfg.measure_every == 0 or step == cfg.steps:
+        if step % cfg.measure_every == 0 or step == total:
             record(step)
-            loss_sum, loss_n = 0.0, 0
+            loss_sum, acc_sum, n_acc = 0.0, 0.0, 0
             model.train()
         if step % cfg.measure_every == 0 or step == end:
+            last = history[-1]
+            if last["step"] != step:  # an interruption between measurements
+                last = {"train_loss": loss_sum / n_acc, "train_accuracy": acc_sum / n_acc}
             _save(
                 ckpt,
                 {
-                    "settings": cfg.to_dict(),
-                    "run": run.to_dict(),
-                    "step": step,
-                    "model": model.state_dict(),
-                    "optimizer": opt.state_dict(),
-                    "history": history,
-                    "loss_sum": loss_sum,
-                    "loss_n": loss_n,
+                    "model_state_dict": model.state_dict(),
+                    "optimizer_state_dict": opt.state_dict(),
+                    "loss": last["train_loss"],
+                    "accuracy": last["train_accuracy"],
+                    "trainer": {
+                        **stamp,
+                        "step": step,
+                        "history": history,
+                        "loss_sum": loss_sum,
+                        "acc_sum": acc_sum,
+                        "n_acc": n_acc,
+                    },
                 },
             )
     return model, history

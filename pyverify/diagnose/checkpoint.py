@@ -1,38 +1,31 @@
-"""``pyverify diagnose --checkpoint FILE [--tokens FILE]``: diagnostics of a real PLDR-LLM.
+"""``pyverify diagnose --checkpoint FILE [--tokens FILE | --inputs FILE]``: a real PLDR-LLM.
 
-Loads a ``pldr_model_v510`` state dict (:func:`pyverify.kernels.load_v510`, in
-float64 on the CPU so that the measured fluctuations are not rounding noise)
-and, over a set of prompts, measures:
+Loads any ``pldr_model_v510`` state dict (the author's checkpoint dict, a bare
+state dict, or a ``pyverify collapse`` checkpoint) into the study's model class
+in float64 (:func:`pyverify.measure.load_model`) and measures it through the
+SAME code as the study (:func:`pyverify.measure.measure_record` and
+:func:`pyverify.measure.measure_final`), so a study run and a released
+checkpoint are measured identically: the record (order parameters at every
+probe set, ``eps_G``, the author's pairwise order parameter, the learned
+singularity, the rotary twirl of G and of the density operator, row energy,
+the metric learner's Jacobian, ...) and the final measurements (validation
+losses, cache fidelity against full recomputation, the online contract, the N1
+mean-operator cache contract). The claims ledger's rows a checkpoint can decide
+come from :func:`pyverify.claims.rules.checkpoint_rules` (the study's rules).
 
-* the order parameter: per layer x head, the RMS fluctuation over prompts of
-  the deductive tensors ``A``, ``A_LM``, ``A_P``, ``G``,
-  ``sqrt(mean_i ||T_i - mean T||_F^2) / ||mean T||_F`` (0: the tensor is the
-  same for every prompt, the paper's collapse), and overall;
-* ``eps_G``: with ``G*`` the G-cache of the first prompt,
-  ``max_i ||G(X_i) - G*||_F / ||G*||_F`` per layer x head, and the relative
-  logits gap of each prompt run with ``G*`` instead of its own ``G``;
-* cache fidelity: each prompt's first half is prefilled and the rest decoded
-  token by token with the KV- and G-cache (the reference decoder's semantics);
-  the gap to the full uncached recomputation of the whole prompt, relative to
-  its largest logit.
+Inputs, one of:
 
-and the claims ledger's rows a checkpoint can decide
-(:mod:`pyverify.claims.checkpoint_rules`), from measurements on the same prompts:
-
-* the author's pairwise order parameter (``audit_lib.order_pair``, heads pooled
-  per layer, RMS and signed-mean forms) of two sampled continuations of each
-  prompt (seeded, temperature 1);
-* the learned singularity: sigma2/sigma1 and identical-rows residual of A,
-  numerical rank of A_LM, per prompt x layer x head;
-* cache fidelity against FULL RECOMPUTATION: greedy decoding with the prompt's
-  KV+G-cache vs the uncached model rerun on the whole sequence every step
-  (tokens identical, max logit gap teacher-forced, top-1 margins);
-* the online contract: how many logits of each prompt's first half change
-  when its second half is replaced (0 for a prefix-consistent model).
-
-Prompts: token ids from a file (``.npy`` int array (S,) or (N, S); ``.json``
-list of lists; otherwise text, one prompt per line of integers separated by
-spaces or commas), or random ids (seeded) when none is given.
+* ``--inputs FILE``: a study's saved measurement inputs
+  (``reports/collapse/checkpoints/inputs.json``): the numbers of a study
+  checkpoint at step N are then the study's record for step N (same thread count);
+* prompts: token ids from a file (``.npy`` int array (S,) or (N, S); ``.json``
+  list of lists; otherwise text, one prompt per line of integers separated by
+  spaces or commas), or random ids (seeded) when none is given. All prompts form
+  one probe set (named by their length, or ``all`` when lengths differ), are
+  continued twice for the pairwise order parameter, decoded greedily for cache
+  fidelity, have their second half replaced for the online contract, and are
+  split in halves for N1 (the first half calibrates the mean operator, the
+  second is assessed, the last token of each as the target).
 """
 
 from __future__ import annotations
@@ -43,15 +36,26 @@ import pathlib
 from typing import Any
 
 import numpy as np
-import torch
 
-from pyverify.diagnose.model import eps_g, fluctuation, relative_gap
 from pyverify.errors import InputValueError
+from pyverify.measure import (
+    FinalInputs,
+    MeasureInputs,
+    check_ids,
+    load_model,
+    measure_final,
+    measure_record,
+    read_inputs,
+    token_set,
+)
 from pyverify.output import Progress
 
-__all__ = ["claims_measurements", "read_tokens", "run_checkpoint_diagnose"]
+__all__ = ["format_checkpoint", "prompt_inputs", "read_tokens", "run_checkpoint_diagnose"]
 
-_TENSORS = ("A", "A_LM", "A_P", "G")
+JAC_PROBES = 2
+"""Prompts whose rows the metric learner's Jacobian is taken on (the study's count)."""
+RANK_RTOL = 1e-6
+"""Numerical rank tolerance (the study's)."""
 
 
 def read_tokens(path: str | os.PathLike[str], vocab: int) -> list[np.ndarray]:
@@ -94,134 +98,38 @@ def read_tokens(path: str | os.PathLike[str], vocab: int) -> list[np.ndarray]:
     return out
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return relative_gap(a.cpu().numpy(), b.cpu().numpy())
+def prompt_inputs(
+    prompts: list[np.ndarray], *, seed: int, n_new: int, n_cont: int
+) -> tuple[MeasureInputs, FinalInputs]:
+    """The record's and the final measurements' inputs built from prompts (module docstring).
 
-
-def _sample(model: Any, toks: torch.Tensor, n: int, g: torch.Generator) -> torch.Tensor:
-    seq = toks[None]
-    for _ in range(n):
-        logits, _ = model.forward(seq)
-        probs = torch.softmax(logits[0, -1].double(), dim=-1)
-        seq = torch.cat((seq, torch.multinomial(probs, 1, generator=g)[None]), dim=1)
-    return seq
-
-
-def _pairwise(model: Any, prompts: list[np.ndarray], n_cont: int, seed: int) -> dict[str, Any]:
-    from pyverify.collapse.measure import order_pair
-
-    out: dict[str, Any] = {t: {"rms": [], "signed_mean": []} for t in _TENSORS}
-    for i, toks in enumerate(prompts):
-        t = torch.as_tensor(toks)
-        x = [
-            _sample(model, t, n_cont, torch.Generator().manual_seed(1_000_003 * seed + 2 * i + b))
-            for b in (0, 1)
-        ]
-        d1, d2 = model.forward(x[0])[1], model.forward(x[1])[1]
-        for name in _TENSORS:
-            forms = [
-                order_pair(getattr(a, name)[0], getattr(b, name)[0])
-                for a, b in zip(d1, d2, strict=True)
-            ]
-            out[name]["rms"].append([f[0] for f in forms])
-            out[name]["signed_mean"].append([f[1] for f in forms])
-    return out
-
-
-def _singularity(A: np.ndarray, A_LM: np.ndarray, rtol: float = 1e-6) -> dict[str, Any]:
-    """``A, A_LM (N, L, H, dk, dk)``: per prompt x layer x head structure figures."""
-    s = np.linalg.svd(A, compute_uv=False)
-    rows = np.linalg.norm(A - A.mean(axis=-2, keepdims=True), axis=(-2, -1)) / np.maximum(
-        np.linalg.norm(A, axis=(-2, -1)), 1e-300
-    )
-    s_lm = np.linalg.svd(A_LM, compute_uv=False)
-    return {
-        "sigma2_over_sigma1_A": (s[..., 1] / np.maximum(s[..., 0], 1e-300)).tolist(),
-        "identical_rows_residual_A": rows.tolist(),
-        "numerical_rank_A_LM": (s_lm > rtol * s_lm[..., :1]).sum(axis=-1).tolist(),
-    }
-
-
-def _greedy_fidelity(model: Any, prompts: list[np.ndarray], n_new: int) -> dict[str, Any]:
-    """KV+G-cached greedy decoding vs full recomputation, per prompt."""
-    identical, gaps, margins = 0, [], []
-    for toks in prompts:
-        seq, ref_logits = torch.as_tensor(toks)[None], []
-        for _ in range(n_new):  # full recomputation: the whole sequence every step
-            last = model.forward(seq)[0][0, -1]
-            ref_logits.append(last)
-            seq = torch.cat((seq, last.argmax().view(1, 1)), dim=1)
-        ref_tok = seq[0, len(toks) :]
-        ref = torch.stack(ref_logits)
-
-        def cached(forced: torch.Tensor | None, toks=toks) -> tuple[torch.Tensor, torch.Tensor]:
-            logits, cache = model.prefill(torch.as_tensor(toks)[None])
-            last, outs, all_logits = logits[0, -1], [], []
-            for i in range(n_new):
-                all_logits.append(last)
-                nxt = last.argmax() if forced is None else forced[i]
-                outs.append(nxt)
-                if i + 1 < n_new:
-                    step, cache = model.decode_step(nxt.view(1), cache)
-                    last = step[0]
-            return torch.stack(outs), torch.stack(all_logits)
-
-        tok, _ = cached(None)
-        _, forced_logits = cached(ref_tok)
-        identical += int(torch.equal(tok, ref_tok))
-        gaps.append(float((forced_logits - ref).abs().max()))
-        top2 = ref.topk(2, dim=-1).values
-        margins.append(float((top2[:, 0] - top2[:, 1]).min()))
-    return {
-        "n_prompts": len(prompts),
-        "n_new": n_new,
-        "tokens_identical": identical,
-        "max_logit_gap": max(gaps),
-        "logit_gap": gaps,
-        "min_top1_margin": min(margins),
-        "margin_covers_gap": sum(m > 2 * g for m, g in zip(margins, gaps, strict=True)),
-    }
-
-
-def _online(model: Any, prompts: list[np.ndarray], vocab: int, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    changed = total = 0
-    worst = 0.0
-    for toks in prompts:
-        h = max(1, len(toks) // 2)
-        alt = toks.copy()
-        alt[h:] = (toks[h:] + 1 + rng.integers(0, vocab - 1, size=len(toks) - h)) % vocab
-        a = model.forward(torch.as_tensor(toks)[None])[0][0, :h]
-        b = model.forward(torch.as_tensor(alt)[None])[0][0, :h]
-        changed += int((a != b).sum())
-        total += a.numel()
-        worst = max(worst, float((a - b).abs().max()))
-    return {"changed": changed, "total": total, "max_change": worst}
-
-
-def claims_measurements(
-    model: Any,
-    prompts: list[np.ndarray],
-    stacks: dict[str, list[np.ndarray]],
-    *,
-    vocab: int,
-    n_new: int,
-    n_cont: int,
-    seed: int,
-) -> dict[str, Any]:
-    """The measurements behind the ledger rows (see the module docstring)."""
-    return {
-        "pairwise_order": _pairwise(model, prompts, n_cont, seed),
-        "singularity": _singularity(np.stack(stacks["A"]), np.stack(stacks["A_LM"])),
-        "fidelity": _greedy_fidelity(model, prompts, n_new),
-        "online": _online(model, prompts, vocab, seed),
-    }
+    Raises
+    ------
+    InputValueError
+        With fewer than 2 prompts (a fluctuation and the N1 split need two).
+    """
+    if len(prompts) < 2:
+        raise InputValueError("--checkpoint needs >= 2 prompts (a fluctuation needs two inputs)")
+    ts = token_set(prompts)
+    lengths = {len(p) for p in prompts}
+    name = str(lengths.pop()) if len(lengths) == 1 else "all"
+    half = len(prompts) // 2
+    rec = MeasureInputs(
+        probes={name: ts}, pair_prompts=ts, n_cont=n_cont, seed=seed,
+        jac_probes=JAC_PROBES, rank_rtol=RANK_RTOL, val=ts,
+    )  # fmt: skip
+    fin = FinalInputs(
+        val=ts, prompts=ts, n_new=n_new, online=ts, online_prefix=None,
+        calibration=token_set(prompts[:half]), assessment=token_set(prompts[half:]), seed=seed,
+    )  # fmt: skip
+    return rec, fin
 
 
 def run_checkpoint_diagnose(
     checkpoint: str | os.PathLike[str],
     tokens: str | os.PathLike[str] | None = None,
     *,
+    inputs: str | os.PathLike[str] | tuple[MeasureInputs, FinalInputs | None] | None = None,
     n_prompts: int = 8,
     seq_len: int = 16,
     seed: int = 0,
@@ -229,7 +137,7 @@ def run_checkpoint_diagnose(
     n_cont: int = 16,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Order parameter, ``eps_G`` and cache fidelity of a loaded ``pldr_model_v510``.
+    """The record, the final measurements and the ledger rows of a ``pldr_model_v510``.
 
     Parameters
     ----------
@@ -238,6 +146,8 @@ def run_checkpoint_diagnose(
     tokens : str or path, optional
         Prompts file (see module docstring); default: ``n_prompts`` random
         prompts of ``seq_len`` ids (seed ``seed``).
+    inputs : str, path or tuple, optional
+        A study's saved inputs (file, or ``(MeasureInputs, FinalInputs)``); excludes ``tokens``.
     n_prompts, seq_len, seed : int
         Random prompts when no file is given (``seed`` also seeds the sampled
         continuations and the replaced suffixes).
@@ -251,92 +161,86 @@ def run_checkpoint_diagnose(
     Returns
     -------
     dict
-        ``{"kind": "checkpoint", "model", "order_parameter", "invariance",
-        "cache_fidelity", "claims", "ledger"}`` (JSON-ready).
+        ``{"kind": "checkpoint", "model", "record", "final", "ledger"}`` (JSON-ready).
     """
-    from pyverify.kernels import load_v510
+    from pyverify.claims.rules import checkpoint_rules
 
+    if tokens is not None and inputs is not None:
+        raise InputValueError("--tokens and --inputs exclude each other")
     say = progress or (lambda _s: None)
     say(f"diagnose: loading {checkpoint}")
-    model = load_v510(checkpoint, dtype=torch.float64)
-    p = model.params
-    vocab, L, H = int(p.emb.shape[0]), len(p.layers), p.num_heads
-    if tokens is not None:
-        prompts = read_tokens(tokens, vocab)
+    model = load_model(checkpoint)
+    cfg = model.cfg
+    if inputs is not None:
+        rec_in, fin_in = read_inputs(inputs) if isinstance(inputs, str | os.PathLike) else inputs
+        for ts in rec_in.sets() + (fin_in.sets() if fin_in is not None else []):
+            check_ids(ts, cfg.vocab, f"--inputs {inputs}")
+        n_in = sum(g.shape[0] for g in rec_in.main)
     else:
-        rng = np.random.default_rng(seed)
-        prompts = [rng.integers(0, vocab, size=seq_len) for _ in range(n_prompts)]
-    say(f"diagnose: {L} layers x {H} heads, dk {p.dk}, vocab {vocab}; {len(prompts)} prompts")
-    stacks: dict[str, list[np.ndarray]] = {t: [] for t in _TENSORS}
-    logits_all = []
-    with torch.inference_mode():
-        for i, toks in enumerate(prompts):
-            logits, deds = model.forward(torch.as_tensor(toks)[None])
-            logits_all.append(logits[0])
-            for t in _TENSORS:
-                stacks[t].append(np.stack([getattr(d, t)[0].cpu().numpy() for d in deds]))
-            say(f"diagnose: prompt {i + 1}/{len(prompts)} ({len(toks)} tokens)")
-        G_star = [torch.as_tensor(g) for g in stacks["G"][0]]
-        gaps, fidelity = [], []
-        for toks, full in zip(prompts, logits_all, strict=True):
-            t = torch.as_tensor(toks)[None]
-            cached, _ = model.forward(t, mode="g_cached", G=G_star)
-            gaps.append(_rel(cached[0], full))
-            n = max(1, len(toks) // 2)
-            _, cache = model.prefill(t[:, :n])
-            steps = []
-            for j in range(n, len(toks)):
-                step, cache = model.decode_step(t[:, j], cache)
-                steps.append(step[0])
-            # step j's logits are position j's: compare with the full pass's rows n..S-1
-            fidelity.append(_rel(torch.stack(steps), full[n:]))
-        say("diagnose: the ledger's measurements (continuations, greedy decoding, prefixes)")
-        claims = claims_measurements(
-            model, prompts, stacks, vocab=vocab, n_new=n_new, n_cont=n_cont, seed=seed
-        )
-    order = {t: fluctuation(np.stack(v)) for t, v in stacks.items()}
-    Gs = np.stack(stacks["G"])  # (N, L, H, dk, dk)
-    eps = eps_g(Gs, Gs[0])
-    info = {"checkpoint": os.fspath(checkpoint), "layers": L, "heads": H, "dk": p.dk}
-    info.update(d_model=p.d_model, vocab=vocab, n_prompts=len(prompts))
+        if tokens is not None:
+            prompts = read_tokens(tokens, cfg.vocab)
+        else:
+            rng = np.random.default_rng(seed)
+            prompts = [rng.integers(0, cfg.vocab, size=seq_len) for _ in range(n_prompts)]
+        rec_in, fin_in = prompt_inputs(prompts, seed=seed, n_new=n_new, n_cont=n_cont)
+        n_in = len(prompts)
+    say(
+        f"diagnose: {cfg.num_layers} layers x {cfg.num_heads} heads, dk {cfg.dk}, "
+        f"vocab {cfg.vocab}; {n_in} prompts"
+    )
+    info: dict[str, Any] = {"checkpoint": os.fspath(checkpoint), "layers": cfg.num_layers,
+                            "heads": cfg.num_heads, "dk": cfg.dk, "d_model": cfg.d_model,
+                            "vocab": cfg.vocab, "n_prompts": n_in}  # fmt: skip
     info["tokens"] = None if tokens is None else os.fspath(tokens)
-    out = {
-        "kind": "checkpoint",
-        "model": info,
-        "order_parameter": {
-            "overall": {t: v[1] for t, v in order.items()},
-            "per_head": {t: v[0].tolist() for t, v in order.items()},
-        },
-        "invariance": {
-            "eps_G_max": float(eps.max()),
-            "eps_G": eps.tolist(),
-            "logits_gap": gaps,
-            "logits_gap_max": max(gaps),
-        },
-        "cache_fidelity": {
-            "prefill": "first half of each prompt, the rest decoded with KV+G-cache",
-            "logits_gap": fidelity,
-            "logits_gap_max": max(fidelity) if fidelity else 0.0,
-        },
-        "claims": claims,
-    }
-    from pyverify.claims.checkpoint_rules import checkpoint_rules
-
-    out["ledger"] = [{**v.to_json(), "numbers": v.numbers} for v in checkpoint_rules(out)]
+    if inputs is not None:
+        info["inputs"] = os.fspath(inputs) if isinstance(inputs, str | os.PathLike) else "given"
+    say("diagnose: the record (order parameters, continuations, structure, Jacobian)")
+    record = measure_record(model, rec_in)
+    final: dict[str, Any] = {}
+    if fin_in is not None:
+        say("diagnose: final measurements (losses, greedy decoding, contracts)")
+        final = measure_final(model, fin_in)
+    out = {"kind": "checkpoint", "model": info, "record": record, "final": final}
+    if final:
+        out["ledger"] = [{**v.to_json(), "numbers": v.numbers} for v in checkpoint_rules(out)]
+    else:
+        out["ledger"] = []
     return out
+
+
+def _m3(grid: Any) -> str:
+    from pyverify.claims.stats import flat, mmm
+
+    lo, med, hi = mmm(flat(grid))
+    return f"{lo:.3g} / {med:.3g} / {hi:.3g}"
 
 
 def format_checkpoint(d: dict[str, Any]) -> str:
     """A short text summary of :func:`run_checkpoint_diagnose`'s result."""
-    m, op, inv, cf = d["model"], d["order_parameter"], d["invariance"], d["cache_fidelity"]
+    m, rec, fin = d["model"], d["record"], d["final"]
     lines = [
         f"checkpoint {m['checkpoint']}: {m['layers']} layers x {m['heads']} heads, "
         f"dk {m['dk']}, vocab {m['vocab']}, {m['n_prompts']} prompts",
-        "order parameter (overall): " + ", ".join(f"{t} {v:.3g}" for t, v in op["overall"].items()),
-        f"eps_G max {inv['eps_G_max']:.3g}; logits gap with the first prompt's G: "
-        f"max {inv['logits_gap_max']:.3g}",
-        f"cache fidelity (KV+G-cached decoding vs full recompute): max {cf['logits_gap_max']:.3g}",
+        "order parameter, min / median / max over layers x heads:",
     ]
+    for S, grids in rec["order_parameter"].items():
+        lines.append(f"  S={S}: " + "; ".join(f"{t} {_m3(g)}" for t, g in grids.items()))
+    eps = "; ".join(f"S={S} {_m3(g).split(' / ')[-1]}" for S, g in rec["eps_G"].items())
+    lines += [
+        f"eps_G max {eps}",
+        f"pairwise order parameter of G (RMS form): {_m3(rec['pairwise_order']['G']['rms'])}",
+        f"sigma2/sigma1 of A: {_m3(rec['sigma2_over_sigma1_A'])}; "
+        f"row energy of A: {_m3(rec['row_energy_A'])}",
+    ]
+    if fin:
+        f, o = fin["fidelity"]["prompt_G"], fin["online_contract"]
+        lines += [
+            f"cache fidelity (KV+G-cache vs full recomputation): tokens identical "
+            f"{f['tokens_identical']}/{fin['fidelity']['n_prompts']}, "
+            f"max logit gap {f['max_logit_gap']:.3g}",
+            f"online contract: {o['changed']} of {o['entries']} prefix logits change "
+            f"(max {o['max_abs_change']:.3g})",
+        ]
     for row in d.get("ledger", []):
         nums = "; ".join(
             f"{k} {format(x, '.3g') if isinstance(x, float) else x}"

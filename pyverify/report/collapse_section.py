@@ -1,7 +1,8 @@
 """The report's "Empirical collapse: the ablation study" section, read from ``reports/collapse/``.
 
 Reads the last saved ``pyverify collapse`` study (``collapse.json`` and, for
-wall times, ``timings.json``) and renders Markdown: the settings, the runs
+wall times, ``timings.json``, through :func:`pyverify.claims.ledger.load_study`,
+as the ledger does) and renders Markdown: the settings, the runs
 side by side (per layer x head min / median / max at step 0 and at the end,
 never the worst head alone), the n-gram baseline, cache fidelity against full
 recomputation, and the figures. The verdicts are in the claims section
@@ -10,12 +11,13 @@ recomputation, and the figures. The verdicts are in the claims section
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from pyverify.claims.ledger import NotAStudyError, load_study
 from pyverify.claims.stats import flat, mmm, op_grid, pair_values
 from pyverify.collapse.plots import FIGURES
+from pyverify.errors import InputValueError, MissingInputError
 from pyverify.report.markdown import num, table
 
 __all__ = ["COLLAPSE_DIR", "collapse_section"]
@@ -24,6 +26,16 @@ COLLAPSE_DIR = "collapse"
 LEAK_NATS = 0.05
 """Causal minus teacher-forced validation loss above this (nats/byte): G carries later tokens."""
 TITLE = "## Empirical collapse: the ablation study (measured)"
+RUN_TEXT = {
+    "author": "the author's init and recipe",
+    "frozen": "metric learner and W, b, P, a, b_a kept at init",
+    "no-decay": "no weight decay on P, a",
+    "spread-init": "P ~ U[0.5, 1.5]",
+    "subcritical": "lr / 10, warm-up x 10",
+    "last-only": "the loss on the final position only",
+    "prompt-A": "A from a prompt prefix, the loss on the rest",
+}
+"""What each named run changes against ``author`` (:mod:`pyverify.collapse.config`)."""
 
 
 def _m3(values: list[float]) -> str:
@@ -112,25 +124,22 @@ def collapse_section(report_dir: Path) -> list[str]:
     d = report_dir / COLLAPSE_DIR
     lines = [TITLE, ""]
     try:
-        res = json.loads((d / "collapse.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        res, tim_or_none = load_study(d)
+    except NotAStudyError:
+        return [*lines, "The saved run is not an ablation study: rerun `pyverify collapse`.", ""]
+    except (MissingInputError, InputValueError):  # absent or unreadable
         return [
             *lines,
             "No saved study: `pyverify collapse` (or `pyverify report --collapse`).",
             "",
         ]
-    if res.get("study") != "ablation":
-        return [*lines, "The saved run is not an ablation study: rerun `pyverify collapse`.", ""]
-    try:
-        tim = json.loads((d / "timings.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        tim = {"runs": {}}
+    tim = tim_or_none or {"runs": {}}
     s, m = res["settings"], res["settings"]["model"]
     S = max(s["s_measure"])
     b = res["baseline"]
     lines += [
         "A measurement, not a proof: one small PLDR decoder (the spec's model) trained on the "
-        "vendored Python 3.11 documentation (bytes, 90/10 split) under five controlled "
+        "vendored Python 3.11 documentation (bytes, 90/10 split) under controlled "
         "variations; data [collapse/collapse.json](collapse/collapse.json) (deterministic), "
         "wall times [collapse/timings.json](collapse/timings.json). Rerun with "
         "`pyverify collapse` (resumable: `--resume`).",
@@ -142,9 +151,13 @@ def collapse_section(report_dir: Path) -> list[str]:
         f"{s['batch']} x {s['seq']} bytes; AdamW betas {s['betas']}, eps {s['adam_eps']:g}, "
         f"weight decay {s['weight_decay']:g}, gradients clipped by value at "
         f"{s['grad_clip_value']:g}, warm-up then cosine to {s['min_lr_frac']:.0%}; measured every "
-        f"{s['measure_every']} steps. Runs: `author` (the author's init and recipe), `frozen` "
-        "(metric learner and W, b, P, a, b_a kept at init), `no-decay` (no weight decay on P, "
-        "a), `spread-init` (P ~ U[0.5, 1.5]), `subcritical` (lr / 10, warm-up x 10).",
+        f"{s['measure_every']} steps. Runs (steps): "
+        + ", ".join(
+            f"`{n}` ({RUN_TEXT.get(n, 'see config.py')}; "
+            f"{r['history'][-1]['step'] if r.get('history') else 0})"
+            for n, r in res["runs"].items()
+        )
+        + ".",
         "",
         f"Baseline: {b['model']}; validation loss by order "
         + ", ".join(f"{i}: {num(v)}" for i, v in enumerate(b["val_loss_by_order"], 1))

@@ -8,7 +8,23 @@ import pytest
 from fake_study import study, timings
 
 from pyverify.claims.ledger import format_ledger, ledger_json
-from pyverify.claims.rules import COLLAPSED, MOVING, e1, e2, e3, e4, e5, e6, e7, e8, gate, rules
+from pyverify.claims.rules import (
+    COLLAPSED,
+    MOVING,
+    Subject,
+    checkpoint_rules,
+    e1,
+    e2,
+    e3,
+    e4,
+    e5,
+    e6,
+    e7,
+    e8,
+    gate,
+    rules,
+    study_subject,
+)
 from pyverify.claims.verdict import (
     BY_CONSTRUCTION,
     INCONCLUSIVE,
@@ -25,6 +41,14 @@ def verdict_of(claim: str, result, t=None) -> str:
     return {v.claim: v for v in rules(result, t)}[claim].verdict
 
 
+def author(result) -> Subject:
+    return study_subject(result, "author")
+
+
+def runs(result) -> dict[str, Subject]:
+    return {n: study_subject(result, n) for n in result["runs"]}
+
+
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
@@ -34,13 +58,13 @@ def verdict_of(claim: str, result, t=None) -> str:
     ],
 )
 def test_e1(kwargs, expected):
-    assert e1(study(**kwargs)).verdict == expected
+    assert e1(author(study(**kwargs))).verdict == expected
 
 
 def test_e1_needs_the_pairwise_form_too():
     r = study(author_op=1e-8)
     r["runs"]["author"]["history"][-1]["pairwise_order"]["G"]["signed_mean"] = [[1e-3]]
-    assert e1(r).verdict == INCONCLUSIVE  # suite form collapsed, author's form not
+    assert e1(author(r)).verdict == INCONCLUSIVE  # suite form collapsed, author's form not
 
 
 def test_gate_makes_every_author_claim_inconclusive_but_keeps_the_numbers():
@@ -89,11 +113,11 @@ def test_diverged_author_fails_the_gate():
 )
 def test_e2_e8(fid, expected_e2, expected_e8):
     r = study(fid=fid)
-    assert e2(r).verdict == expected_e2 and e8(r).verdict == expected_e8
+    assert e2(author(r)).verdict == expected_e2 and e8(author(r)).verdict == expected_e8
     r["runs"]["author"]["history"][-1]["eps_G"] = {"32": [[0.0, 0.0]], "64": [[0.0, 0.0]]}
-    assert e2(r).verdict == e8(r).verdict == BY_CONSTRUCTION  # a bitwise-constant G
-    assert "test_any_stack_a_cached_decoding_equals_g_cached_decoding" in e2(r).caveat
-    assert "FULL RECOMPUTATION" in e2(r).rule
+    assert e2(author(r)).verdict == e8(author(r)).verdict == BY_CONSTRUCTION  # constant G
+    assert "test_any_stack_a_cached_decoding_equals_g_cached_decoding" in e2(author(r)).caveat
+    assert "FULL RECOMPUTATION" in e2(author(r)).rule
 
 
 @pytest.mark.parametrize(
@@ -106,13 +130,13 @@ def test_e2_e8(fid, expected_e2, expected_e8):
     ],
 )
 def test_e3(end, expected):
-    assert e3(study(author_end=end)).verdict == expected
+    assert e3(author(study(author_end=end))).verdict == expected
 
 
 def test_e3_inherited_singularity_is_not_supported_as_learned():
     r = study()
     r["runs"]["author"]["history"][0]["sigma2_over_sigma1_A"] = [[1e-9, 1e-9]]
-    assert e3(r).verdict == INCONCLUSIVE
+    assert e3(author(r)).verdict == INCONCLUSIVE
 
 
 @pytest.mark.parametrize(
@@ -125,13 +149,15 @@ def test_e3_inherited_singularity_is_not_supported_as_learned():
     ],
 )
 def test_e4(kwargs, expected):
-    assert e4(study(**kwargs)).verdict == expected
+    r = study(**kwargs)
+    assert e4(author(r), study_subject(r, "subcritical")).verdict == expected
 
 
 def test_e4_without_subcritical_is_inconclusive():
     r = study()
     del r["runs"]["subcritical"]
-    assert e4(r).verdict == INCONCLUSIVE
+    assert e4(author(r), None).verdict == INCONCLUSIVE
+    assert verdict_of("E4", r) == INCONCLUSIVE
 
 
 @pytest.mark.parametrize(
@@ -156,15 +182,15 @@ def test_e6(kwargs, expected):
         rec = r["runs"]["author"]["history"][-1]
         rec["order_parameter"]["32"]["A"] = [[2e-9, 2e-9]]  # concentrates with length
         rec["order_parameter"]["64"]["A"] = [[1e-9, 1e-9]]
-    assert e6(r).verdict == expected
+    assert e6(author(r)).verdict == expected
 
 
 def test_e7():
-    assert e7(study(author_op=1e-8, sub_op=1e-2)).verdict == SUPPORTED
-    assert e7(study(author_op=1e-2, sub_op=1e-2)).verdict == INCONCLUSIVE  # one phase only
+    assert e7(runs(study(author_op=1e-8, sub_op=1e-2))).verdict == SUPPORTED
+    assert e7(runs(study(author_op=1e-2, sub_op=1e-2))).verdict == INCONCLUSIVE  # one phase
     r = study(author_op=1e-8)
     r["runs"]["author"]["history"][-1]["pairwise_order"]["G"]["rms"] = [[1e-2]]
-    assert e7(r).verdict == NOT_SUPPORTED  # the two forms disagree
+    assert e7(runs(r)).verdict == NOT_SUPPORTED  # the two forms disagree
 
 
 def test_ledger_json_is_float_free_and_byte_stable():
@@ -185,6 +211,33 @@ def test_ledger_json_is_float_free_and_byte_stable():
     walk(json.loads(a))
     text = format_ledger(r, rules(r, timings(3.0)))
     assert all(f"E{i} " in text for i in range(1, 9)) and "paper 110M parameters" in text
+
+
+def test_a_checkpoint_is_judged_by_the_study_rules():
+    """``diagnose --checkpoint``'s rows come from the same rule functions: the author run's
+    last record and final measurements, handed over as a checkpoint's, get the study's
+    verdict, rule and numbers (less what needs a step 0: E3's learned-vs-inherited leg)."""
+    r = study(author_op=1e-8, fid=(19, 15))
+    r["runs"]["author"]["history"][0]["sigma2_over_sigma1_A"] = [[1e-9, 1e-9]]  # inherited
+    run = r["runs"]["author"]
+    online = {"changed": 0, "entries": 64, "max_abs_change": 0.0}
+    d = {
+        "model": {"checkpoint": "ck.pt", "dk": 32, "n_prompts": 20, "tokens": None},
+        "record": run["history"][-1],
+        "final": {"fidelity": run["fidelity"], "online_contract": online},
+    }
+    ck = {v.claim: v for v in checkpoint_rules(d)}
+    assert list(ck) == ["E1", "E2", "E3", "E8", "online contract"]
+    s = author(r)
+    for mine, theirs in ((ck["E1"], e1(s)), (ck["E2"], e2(s)), (ck["E8"], e8(s))):
+        assert (mine.verdict, mine.rule) == (theirs.verdict, theirs.rule), mine.claim
+        shared = {k: x for k, x in theirs.numbers.items() if not k.startswith("step 0")}
+        assert mine.numbers == shared, mine.claim
+        assert mine.decided_by == "checkpoint ck.pt" and "on 20 prompts" in mine.caveat
+    assert e3(s).verdict == INCONCLUSIVE  # the study sees step 0: inherited, not learned
+    assert ck["E3"].verdict == SUPPORTED  # one checkpoint cannot tell
+    assert "learned vs inherited: not decidable here" in ck["E3"].caveat
+    assert ck["online contract"].verdict == SUPPORTED
 
 
 def test_verdict_values_are_checked():

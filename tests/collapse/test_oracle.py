@@ -1,8 +1,10 @@
 """The training model against the float64 reference decoder (independent oracle).
 
-The weights of a briefly trained PLDRDecoder are copied into
-``pyverify.reference.DecoderParams`` (shared learner replicated per head) and
-both are run in float64 on real validation text. Tolerance: both compute the
+The state dict of a briefly trained PLDRDecoder (a ``pldr_model_v510`` state
+dict) is read by the reference's own loader
+(:func:`pyverify.reference.v510.load_v510_params`: the shared learner
+replicated per head, ``nn.Linear`` weights transposed) and both are run in
+float64 on real validation text. Tolerance: both compute the
 same expression in float64 (unit roundoff 1.1e-16) in a different operation
 order; the forward pass chains ~20 stages per layer, LayerNorm of the
 dk x dk Gram divides by a row spread that can be ~1e-2 of its entries, and
@@ -20,14 +22,21 @@ import pytest
 import torch
 
 from pyverify.collapse.config import RUNS, small_config
-from pyverify.collapse.convert import to_reference
 from pyverify.collapse.corpus import load_corpus
-from pyverify.collapse.measure import as_float64, deductive_stack, order_param
 from pyverify.collapse.model import DEDUCTIVE
 from pyverify.collapse.train import train_run
 from pyverify.diagnose import order_parameter
+from pyverify.measure import as_float64, deductive_stack
+from pyverify.measure.order import order_param
 from pyverify.reference import Decoder
+from pyverify.reference.v510 import load_v510_params
 from pyverify.testing.bounds import rel_err
+
+
+def to_reference(model):
+    """The reference parameters of ``model``'s state dict (the reference's v510 loader)."""
+    return load_v510_params(model.state_dict())[0]
+
 
 RTOL = 1e-9
 
@@ -97,7 +106,7 @@ def test_order_parameter_matches_diagnose(trained):
     """The recorded order parameter equals pyverify.diagnose's on the reference decoder."""
     cfg, model, history = trained
     probes = load_corpus().windows(cfg.n_probe, cfg.seq, phase=0.0)
-    X = deductive_stack(as_float64(model), probes)
+    X = deductive_stack(as_float64(model), (probes,))
     mine = {t: order_param(X[t]).tolist() for t in DEDUCTIVE}
     assert history[-1]["order_parameter"][str(cfg.seq)] == mine  # recorded = recomputed, bitwise
     theirs = order_parameter(Decoder(to_reference(model)), probes.numpy())

@@ -13,11 +13,12 @@ import torch
 from pyverify.cli import main
 from pyverify.collapse.config import RUNS, small_config
 from pyverify.collapse.corpus import load_corpus
-from pyverify.collapse.measure import commutant_residual, order_pair
 from pyverify.collapse.model import PLDRDecoder
 from pyverify.collapse.plots import FIGURES
 from pyverify.collapse.runner import RESULT_FILE, TIMINGS_FILE, run_collapse
 from pyverify.collapse.train import lr_at, make_optimizer, train_run
+from pyverify.measure.order import order_pair, pair_parts
+from pyverify.measure.twirl import commutant_residual
 
 
 @pytest.fixture(scope="module")
@@ -30,25 +31,41 @@ def full_small(tmp_path_factory):
 def test_small_study_writes_json_and_figures(full_small):
     res = json.loads((full_small / RESULT_FILE).read_text())
     cfg = small_config()
-    assert res["study"] == "ablation" and list(res["runs"]) == list(RUNS)
+    assert res["study"] == "ablation" and sorted(res["runs"]) == sorted(RUNS)
     base = res["baseline"]["val_loss_by_order"]
     assert len(base) == cfg.ngram_max and all(a >= b for a, b in itertools.pairwise(base))
     L, H = cfg.model.num_layers, cfg.model.num_heads
-    for run in res["runs"].values():
+    for name, run in res["runs"].items():
         steps = [h["step"] for h in run["history"]]
-        assert steps == list(range(0, cfg.steps + 1, cfg.measure_every))
+        assert steps == list(range(0, cfg.run_steps(RUNS[name]) + 1, cfg.measure_every))
         last = run["history"][-1]
         for S in cfg.s_measure:
             for t in ("A", "A_LM", "A_P", "G"):
                 arr = np.array(last["order_parameter"][str(S)][t])
                 assert arr.shape == (L, H) and np.all(np.isfinite(arr)) and np.all(arr >= 0)
         for t in ("A", "G"):
-            pair = np.array(last["pairwise_order"][t]["rms"])
-            assert pair.shape == (cfg.n_pairs, L) and np.all(pair > 0)  # random weights move
-        assert np.array(last["jacobian_top_sv"]).shape == (L, H)
+            pair = last["pairwise_order"][t]
+            for form in ("rms", "signed_mean", "numerator", "signed_mean_denominator"):
+                assert np.array(pair[form]).shape == (cfg.n_pairs, L)
+            assert np.all(np.array(pair["rms"]) > 0)  # random weights move
+            # the parts give the forms back (the author's definition)
+            np.testing.assert_allclose(
+                np.array(pair["numerator"]) / np.array(pair["signed_mean_denominator"]),
+                pair["signed_mean"], rtol=1e-12,
+            )  # fmt: skip
+        for key in ("jacobian_top_sv", "row_energy_A", "commutant_residual_rho"):
+            assert np.array(last[key]).shape == (L, H), key
+        for key, v in last["twirl_rho"].items():
+            assert np.array(v).shape == (L, H) and np.all(np.array(v) <= 1), key
+        # the author's row energy is the square of the identical-rows residual, per probe;
+        # averaged over probes, Jensen's inequality orders them
+        assert np.all(np.array(last["row_energy_A"])
+                      >= np.array(last["identical_rows_residual_A"]) ** 2 - 1e-12)  # fmt: skip
         assert np.all(np.array(last["numerical_rank_A"]) <= cfg.model.dk)
         assert 0 <= np.min(last["floor_fraction_A_LM"]) <= np.max(last["floor_fraction_A_LM"]) <= 1
         assert math.isfinite(run["causal_val_loss"]) and run["causal_val_loss"] > 0
+        assert math.isfinite(run["prompt_A_val_loss"]) and run["prompt_A_val_loss"] > 0
+        assert run["val_loss"] == last["val_loss"]  # the final pass is the last record's
         fid = run["fidelity"]
         for k in ("prompt_G", "mean_G", "kv_A"):
             assert 0 <= fid[k]["tokens_identical"] <= fid["n_prompts"]
@@ -58,6 +75,13 @@ def test_small_study_writes_json_and_figures(full_small):
         assert fid["kv_A"]["tokens_identical"] == fid["prompt_G"]["tokens_identical"]
         assert math.isclose(fid["kv_A"]["max_logit_gap"], fid["prompt_G"]["max_logit_gap"],
                             rel_tol=1e-9, abs_tol=1e-12)  # fmt: skip
+        online = run["online_contract"]
+        assert online["entries"] == cfg.online_n * cfg.online_prefix * cfg.model.vocab
+        assert 0 < online["changed"] <= online["entries"]  # G from the whole window leaks
+        n1 = run["cache_contract"]
+        assert n1["calibration_contexts"] == cfg.n_probe and n1["assessment_contexts"] == cfg.n_val
+        for cache in ("own", "initial"):
+            assert n1[cache]["mean_kl"] >= 0 and n1[cache]["max_kl"] >= n1[cache]["mean_kl"]
     timings = json.loads((full_small / TIMINGS_FILE).read_text())
     ta = timings["runs"]["author"]
     assert math.isclose(ta["speedup"], ta["uncached_s_per_token"] / ta["g_cached_s_per_token"])
@@ -71,6 +95,7 @@ def test_interrupted_and_resumed_study_gives_the_same_numbers(full_small, tmp_pa
     out = tmp_path / "resumed"
     part = run_collapse(cfg, out, runs=("author", "frozen"), stop_after=6, progress=False)
     assert [h["step"] for h in part["runs"]["author"]["history"]] == [0, 4]
+    assert len(part["runs"]["author"]["history"]) == 2
     assert not (out / RESULT_FILE).exists()  # nothing final written on interruption
     # the rest in two worker processes: the numbers do not depend on --jobs
     assert main(["collapse", "--small", "--jobs", "2", "--no-progress", "--resume",
@@ -115,37 +140,75 @@ def test_runs_differ_only_in_what_they_name(tmp_path):
     a, s = PLDRDecoder(cfg.model, 0), PLDRDecoder(cfg.model, 0, p_init="spread")
     for (na, pa), (_ns, ps) in zip(a.named_parameters(), s.named_parameters(), strict=True):
         same = torch.equal(pa, ps)
-        assert same == (not na.endswith(".P")), na
-    P = a.layers[0].mha.P
-    H, dk = P.shape[0], P.shape[1]
-    std = math.sqrt(2 / (dk * dk + H * dk))  # torch's xavier_normal_ of an (H, dk, dk) tensor
-    assert (
-        0.5 * std < float(P.detach().std()) < 1.5 * std
-        and float(a.layers[0].mha.b.detach().abs().max()) == 0
-    )
-    assert float(s.layers[0].mha.P.detach().min()) >= 0.5
+        assert same == (not na.endswith(".pwlst")), na
+    assert float(s.layers[0].mha1.P.detach().min()) >= 0.5
     # frozen: the metric learner and W, b, P, a, b_a do not move; the rest does
     model, _ = train_run(cfg, RUNS["frozen"], load_corpus(), tmp_path, stop_after=2)
     init = PLDRDecoder(cfg.model, 0)
-    mha, mha0 = model.layers[0].mha, init.layers[0].mha
+    mha, mha0 = model.layers[0].mha1, init.layers[0].mha1
     for p, p0 in zip(mha.metric_parameters(), mha0.metric_parameters(), strict=True):
         assert torch.equal(p, p0)
-    assert not torch.equal(mha.Wq, mha0.Wq)
+    assert not torch.equal(mha.wq.weight, mha0.wq.weight)
     opt = make_optimizer(PLDRDecoder(cfg.model, 0), cfg, RUNS["no-decay"])
     assert [g["weight_decay"] for g in opt.param_groups] == [cfg.weight_decay, 0.0]
     assert len(opt.param_groups[1]["params"]) == 2 * cfg.model.num_layers  # P and a
 
 
+def test_objectives_train_what_they_name(tmp_path):
+    """``last``: only the final position's logits carry a gradient; ``prompt-A``: A comes from
+    the prompt prefix alone and no gradient reaches the prompt positions' logits."""
+    from pyverify.collapse.train import objective_loss
+
+    cfg = small_config()
+    model = PLDRDecoder(cfg.model, 0)
+    x, y = load_corpus().batch(0, 0, 2, cfg.seq)
+    seen = {}
+
+    def hook(name):
+        def h(_mod, _inp, out):
+            out.register_hook(lambda g: seen.__setitem__(name, g.detach().clone()))
+
+        return h
+
+    handle = model.final_layer.register_forward_hook(hook("logits"))
+    for objective, first in (("all", 0), ("last", cfg.seq - 1), ("prompt-A", cfg.prompt_len - 1)):
+        loss, acc = objective_loss(model, x, y, objective, cfg.prompt_len)
+        loss.backward()
+        rows = seen["logits"].abs().sum(dim=(0, 2))  # gradient per position
+        assert torch.all(rows[first:] > 0) and torch.all(rows[:first] == 0), objective
+        assert 0 <= float(acc) <= 1
+    handle.remove()
+    # prompt-A: the suffix does not change the prompt's A (hence G), so positions >= prompt
+    # see only earlier tokens: changing token t changes no logit before t
+    with torch.no_grad():
+        x2 = x.clone()
+        x2[:, cfg.seq - 3] = (x2[:, cfg.seq - 3] + 1) % 256
+        p = cfg.prompt_len
+        l1 = model(x, a_prefix=p)[0]
+        l2 = model(x2, a_prefix=p)[0]
+        assert torch.equal(l1[:, : cfg.seq - 3], l2[:, : cfg.seq - 3])
+        assert not torch.equal(model(x)[0][:, : cfg.seq - 3], model(x2)[0][:, : cfg.seq - 3])
+
+
 def test_lr_schedule():
     cfg = small_config()
     for run in RUNS.values():
-        lrs = [lr_at(s, cfg, run) for s in range(cfg.steps)]
+        steps = cfg.run_steps(run)
+        lrs = [lr_at(s, cfg, run) for s in range(steps)]
         peak = int(np.argmax(lrs))
         assert math.isclose(max(lrs), run.peak_lr)
         assert all(a <= b for a, b in itertools.pairwise(lrs[: peak + 1]))
         assert all(a >= b for a, b in itertools.pairwise(lrs[peak:]))
         assert lrs[-1] >= cfg.min_lr_frac * run.peak_lr - 1e-15
     assert RUNS["subcritical"].peak_lr == RUNS["author"].peak_lr / 10
+    # the longer runs stretch the schedule: at the full size, author's warm-up is 3 x 32
+    # steps and its cosine spans 3 x the steps, so step 3k of author is step k of frozen
+    from pyverify.collapse.config import full_config
+
+    full, a, f = full_config(), RUNS["author"], RUNS["frozen"]
+    assert full.run_steps(a) == 3 * full.run_steps(f) == 12_000
+    for k in (32, 100, 1000, 2500, 3999):
+        assert math.isclose(lr_at(3 * k, full, a), lr_at(k, full, f), rel_tol=1e-12), k
 
 
 def test_order_pair_matches_the_author_formula():
@@ -154,9 +217,14 @@ def test_order_pair_matches_the_author_formula():
     num = math.sqrt(4 / 4)  # one entry differs by 2
     rms = 0.5 * (math.sqrt(30 / 4) + math.sqrt(50 / 4))
     mean = 0.5 * (10 / 4 + 12 / 4)
-    got = order_pair(x1, x2)
-    assert math.isclose(got[0], num / rms) and math.isclose(got[1], num / mean)
-    assert order_pair(x1, x1.clone()) == (0.0, 0.0)
+    got = pair_parts(x1, x2)
+    assert math.isclose(got.rms, num / rms) and math.isclose(got.signed_mean, num / mean)
+    assert math.isclose(got.numerator, num) and math.isclose(got.signed_mean_denominator, mean)
+    assert order_pair(x1, x2) == (got.rms, got.signed_mean)
+    assert order_pair(x1, x1.clone()) == (0.0, 0.0) and pair_parts(x1, x1.clone()).numerator == 0
+    # zero-mean tensors: the signed-mean form is ill-conditioned, its denominator says so
+    z1 = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    assert pair_parts(z1, -z1).signed_mean_denominator == 0.0
 
 
 def test_commutant_residual_spec():
@@ -175,17 +243,17 @@ def test_causal_loss_equals_teacher_forced_only_for_an_invariant_g():
     """G from the whole window lets a teacher-forced pass see later tokens; with a = 0
     (G = b_a for every input) the pass is causal and both losses agree to rounding
     (float64, sums of 64 terms: relative 1e-12 is far above roundoff)."""
-    from pyverify.collapse.measure import as_float64, causal_val_loss, val_loss
+    from pyverify.measure import as_float64
+    from pyverify.measure.loss import causal_val_loss, val_loss
 
     cfg = small_config()
-    val = load_corpus().windows(4, cfg.seq + 1, phase=0.5)
-    x, y = val[:, :-1], val[:, 1:]
+    val = (load_corpus().windows(4, cfg.seq + 1, phase=0.5),)
     live = as_float64(PLDRDecoder(cfg.model, 0, p_init="spread"))
-    assert abs(causal_val_loss(live, x, y) - val_loss(live, x, y)) > 1e-6
+    assert abs(causal_val_loss(live, val) - val_loss(live, val)) > 1e-6
     inv = PLDRDecoder(cfg.model, 0, p_init="spread")
     with torch.no_grad():
         for layer in inv.layers:
-            layer.mha.a.zero_()
-            layer.mha.b_a.normal_(generator=torch.Generator().manual_seed(1))
+            layer.mha1.a.zero_()
+            layer.mha1.plgatt_layer.balst.normal_(generator=torch.Generator().manual_seed(1))
     inv = as_float64(inv)
-    assert math.isclose(causal_val_loss(inv, x, y), val_loss(inv, x, y), rel_tol=1e-12)
+    assert math.isclose(causal_val_loss(inv, val), val_loss(inv, val), rel_tol=1e-12)

@@ -1,4 +1,10 @@
-"""``pyverify diagnose --checkpoint``: a v510 state dict, prompts from a file or random."""
+"""``pyverify diagnose --checkpoint``: a v510 state dict, prompts from a file or random.
+
+The checkpoint is measured by :mod:`pyverify.measure` (the study's code) and judged by
+:func:`pyverify.claims.rules.checkpoint_rules` (the study's rules); the oracle here is
+the definition of each figure on models whose answer is known (a live metric, and
+``alst = 0``, which makes G the constant ``balst``).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,13 @@ from pyverify.cli import main
 from pyverify.diagnose.checkpoint import read_tokens, run_checkpoint_diagnose
 
 SIZES = {"L": 2, "d": 16, "H": 2, "dff": 24, "vocab": 40, "a_dff": 12, "n_res": 1, "n_dense": 2}
+RECORD_KEYS = {
+    "val_loss", "order_parameter", "eps_G", "pairwise_order", "commutant_residual_G",
+    "identical_rows_residual_A", "cross_head_residual_A", "sigma2_over_sigma1_A",
+    "numerical_rank_A", "sigma2_over_sigma1_A_LM", "numerical_rank_A_LM", "floor_fraction_A_LM",
+    "jacobian_top_sv", "mean_abs_P", "norm_a", "row_energy_A", "commutant_residual_rho",
+    "twirl_rho",
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -25,63 +38,70 @@ def test_live_metric_fluctuates_and_cache_is_inexact(tmp_path, state):
     torch.save(state, f)
     d = run_checkpoint_diagnose(f, n_prompts=4, seq_len=10, seed=0)
     assert d["model"]["layers"] == 2 and d["model"]["heads"] == 2
+    rec, fin = d["record"], d["final"]
+    assert set(rec) == RECORD_KEYS  # the study's record schema (no step, no training loss)
+    assert list(rec["order_parameter"]) == ["10"]  # one probe set, named by its length
     for t in ("A", "A_LM", "A_P", "G"):
-        assert d["order_parameter"]["overall"][t] > 0  # random weights: no collapse
-    assert np.array(d["order_parameter"]["per_head"]["G"]).shape == (2, 2)
-    assert d["invariance"]["eps_G_max"] > 0
-    assert d["invariance"]["logits_gap"][0] <= 1e-12  # the first prompt is G*'s own
-    assert len(d["cache_fidelity"]["logits_gap"]) == 4
+        assert np.min(rec["order_parameter"]["10"][t]) > 0  # random weights: no collapse
+    assert np.array(rec["order_parameter"]["10"]["G"]).shape == (2, 2)
+    assert np.max(rec["eps_G"]["10"]) > 0
     # the ledger rows: a live metric is neither invariant nor prefix-consistent
     rows = {r["claim"]: r for r in d["ledger"]}
     assert list(rows) == ["E1", "E2", "E3", "E8", "online contract"]
     assert rows["E1"]["verdict"] == "not supported"
     assert rows["E3"]["verdict"] == "not supported"  # random A is far from rank one
+    assert "learned vs inherited: not decidable here" in rows["E3"]["caveat"]
     assert rows["online contract"]["verdict"] == "not supported"
-    assert d["claims"]["online"]["changed"] > 0
-    fid = d["claims"]["fidelity"]
+    assert fin["online_contract"]["changed"] > 0
+    fid = fin["fidelity"]
     n = fid["n_prompts"]  # E2's rule written out (eps_G > 0 above, so not by construction)
+    modes = (fid["prompt_G"], fid["kv_A"])
     e2 = (
         "supported"
-        if fid["margin_covers_gap"] == n
+        if all(m["margin_covers_gap"] == n for m in modes)
         else "not supported"
-        if fid["tokens_identical"] < n
+        if any(m["tokens_identical"] < n for m in modes)
         else "inconclusive"
     )
     assert rows["E2"]["verdict"] == e2
-    assert rows["E8"]["verdict"] == (
-        "supported" if fid["tokens_identical"] == n else "not supported"
-    )
-    assert fid["max_logit_gap"] > 1e-9  # the prompt's G is not the recomputed one
-    assert fid["margin_covers_gap"] <= fid["tokens_identical"] <= fid["n_prompts"] == 4
-    pair = np.array(d["claims"]["pairwise_order"]["G"]["rms"])
+    ok = all(m["tokens_identical"] == n for m in modes)
+    assert rows["E8"]["verdict"] == ("supported" if ok else "not supported")
+    g = fid["prompt_G"]
+    assert g["max_logit_gap"] > 1e-9  # the prompt's G is not the recomputed one
+    assert g["margin_covers_gap"] <= g["tokens_identical"] <= fid["n_prompts"] == 4
+    pair = np.array(rec["pairwise_order"]["G"]["rms"])
     assert pair.shape == (4, 2) and np.all(pair > 0)
     assert "test_any_stack_a_cached_decoding_equals_g_cached_decoding" in rows["E2"]["caveat"]
+    n1 = fin["cache_contract"]
+    assert (n1["calibration_contexts"], n1["assessment_contexts"]) == (2, 2)
+    assert n1["own"]["mean_kl"] > 0 and "initial" not in n1  # no step 0 in a checkpoint
 
 
 def test_invariant_metric_gives_zero_eps_and_exact_cache(tmp_path, state):
     """alst = 0: G = balst for every input (the spec's invariant metric). Then eps_G = 0,
-    G's order parameter is 0, and by cache_equivalence the cached runs equal the
-    recomputed ones (float64: to rounding), while A still fluctuates."""
+    G's order parameter is 0, every cache is the recomputed G (so the cached decoders and
+    the mean-operator cache give the native logits), and a pass over a prefix does not
+    depend on what follows: the online contract holds bitwise. A still fluctuates."""
     sd = dict(state)
     for i in range(2):
         sd[f"decoder.dec_layers.{i}.mha1.plgatt_layer.alst"] = torch.zeros(2, 8, 8)
     f = tmp_path / "inv.pt"
     torch.save(sd, f)
     d = run_checkpoint_diagnose(f, n_prompts=3, seq_len=9, seed=2)
-    assert d["invariance"]["eps_G_max"] == 0.0
-    assert d["order_parameter"]["overall"]["G"] == 0.0
-    assert d["order_parameter"]["overall"]["A"] > 0
-    assert d["invariance"]["logits_gap_max"] <= 1e-12
-    assert d["cache_fidelity"]["logits_gap_max"] <= 1e-12
-    # ledger: a bitwise-invariant G makes E2/E8 true by construction, and the cached
-    # decoding equals full recomputation to rounding; the pairwise G form is exactly 0
+    rec, fin = d["record"], d["final"]
+    assert np.all(np.array(rec["eps_G"]["9"]) == 0.0)
+    assert np.all(np.array(rec["order_parameter"]["9"]["G"]) == 0.0)
+    assert np.min(rec["order_parameter"]["9"]["A"]) > 0
     rows = {r["claim"]: r for r in d["ledger"]}
     assert rows["E2"]["verdict"] == rows["E8"]["verdict"] == "true by construction"
-    assert d["claims"]["fidelity"]["tokens_identical"] == 3
-    assert d["claims"]["fidelity"]["max_logit_gap"] <= 1e-12
-    assert np.all(np.array(d["claims"]["pairwise_order"]["G"]["rms"]) == 0)
+    for mode in ("prompt_G", "kv_A", "mean_G"):
+        assert fin["fidelity"][mode]["tokens_identical"] == 3
+        assert fin["fidelity"][mode]["max_logit_gap"] <= 1e-12  # float64 rounding of Q G K^T
+    assert np.all(np.array(rec["pairwise_order"]["G"]["rms"]) == 0)
     assert rows["E1"]["verdict"] != "supported"  # A, A_LM, A_P still move
-    assert d["claims"]["online"]["max_change"] <= 1e-12  # a constant G keeps the prefix causal
+    assert fin["online_contract"]["changed"] == 0  # a constant G keeps the prefix causal
+    assert rows["online contract"]["verdict"] == "supported"
+    assert fin["cache_contract"]["own"]["mean_kl"] <= 1e-12
 
 
 def test_cli_with_tokens_file(tmp_path, state, capsys):
@@ -95,6 +115,7 @@ def test_cli_with_tokens_file(tmp_path, state, capsys):
     assert "cache fidelity" in capsys.readouterr().out
     d = json.loads(out.read_text())
     assert d["kind"] == "checkpoint" and d["model"]["n_prompts"] == 3
+    assert list(d["record"]["order_parameter"]) == ["all"]  # lengths differ: one pooled set
 
 
 def test_errors_are_one_line(tmp_path, state, capsys):
@@ -106,6 +127,11 @@ def test_errors_are_one_line(tmp_path, state, capsys):
     assert main(["diagnose", "--checkpoint", str(tmp_path / "bad.pt"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'bad.pt'}: missing keys final_layer.bias" in err and err.count("\n") == 1
+    sd = dict(state)
+    sd["final_layer.bias"] = torch.full_like(sd["final_layer.bias"], float("nan"))
+    torch.save(sd, tmp_path / "nan.pt")
+    assert main(["diagnose", "--checkpoint", str(tmp_path / "nan.pt"), "--no-progress"]) == 2
+    assert "final_layer.bias holds inf or NaN" in capsys.readouterr().err
     bad = tmp_path / "bad.txt"
     bad.write_text("1 2 x\n")
     with pytest.raises(ValueError, match=r"bad.txt:1: not a list of integers"):
@@ -115,3 +141,14 @@ def test_errors_are_one_line(tmp_path, state, capsys):
         read_tokens(bad, 40)
     assert main(["diagnose", "--tokens", str(bad)]) == 2
     assert "--tokens needs --checkpoint" in capsys.readouterr().err
+    assert main(["diagnose", "--inputs", str(bad)]) == 2
+    assert "--inputs needs --checkpoint" in capsys.readouterr().err
+    one = tmp_path / "one.txt"
+    one.write_text("1 2 3\n")
+    torch.save(state, tmp_path / "m.pt")
+    assert main(["diagnose", "--checkpoint", str(tmp_path / "m.pt"), "--tokens", str(one),
+                 "--no-progress"]) == 2  # fmt: skip
+    assert "needs >= 2 prompts" in capsys.readouterr().err
+    assert main(["diagnose", "--checkpoint", str(tmp_path / "m.pt"), "--inputs", str(one),
+                 "--no-progress"]) == 2  # fmt: skip
+    assert "--inputs" in capsys.readouterr().err

@@ -4,7 +4,7 @@
   recomputed from the Gram of all tokens so far (the model as trained);
 * ``prompt_G``: one pass over the prompt stores K, V and the prompt's ``G``;
   each new token then costs one row (KV- and G-cache, steps 1-6 skipped);
-* ``mean_G``: as ``prompt_G`` but every layer uses the probe-mean ``G`` (one
+* ``mean_G``: as ``prompt_G`` but every layer uses a given mean ``G`` (one
   fixed operator per head, the paper's collapsed model);
 * ``kv_A``: the author's KV-cache semantics (``pldr_model_v510``: ``A`` is taken
   from the cache, ``A=kvcache[2]``): the prompt's ``A`` is kept and steps 4-6
@@ -12,8 +12,8 @@
   test ``test_any_stack_a_cached_decoding_equals_g_cached_decoding``), so only
   the comparison with the uncached decoder tests anything.
 
-Deterministic numbers (float64 copy of the model): whether the greedy tokens
-are identical, the maximum absolute logit gap (teacher-forced on the uncached
+Deterministic numbers (float64 model): whether the greedy tokens are
+identical, the maximum absolute logit gap (teacher-forced on the uncached
 tokens, so every step compares the same context), and the smallest top-1
 margin of the uncached logits. By ``score_perturbation`` a step's argmax is
 safe when its margin exceeds twice the logit gap; ``margin_covers_gap`` counts
@@ -30,8 +30,11 @@ import torch
 from torch import Tensor
 
 from pyverify.collapse.model import PLDRDecoder
+from pyverify.measure.inputs import TokenSet
 
-__all__ = ["fidelity", "time_per_token"]
+__all__ = ["MODES", "fidelity", "time_per_token"]
+
+MODES = ("prompt_G", "mean_G", "kv_A")
 
 
 def _uncached(model: PLDRDecoder, prompt: Tensor, n_new: int, forced: Tensor | None):
@@ -76,30 +79,37 @@ def _kv_a(model: PLDRDecoder, prompt: Tensor, n_new: int) -> Tensor:
 
 @torch.no_grad()
 def fidelity(
-    model64: PLDRDecoder, prompts: Tensor, n_new: int, mean_G: list[Tensor]
+    model64: PLDRDecoder, prompts: TokenSet, n_new: int, mean_G: list[Tensor]
 ) -> dict[str, Any]:
-    """Tokens, logit gaps and margins of the three cached decoders vs full recomputation."""
-    n = prompts.shape[0]
-    ref_tok, ref_logits = _uncached(model64, prompts, n_new, None)
-    top2 = ref_logits.topk(2, dim=-1).values
-    margin = (top2[..., 0] - top2[..., 1]).amin(dim=1)  # (n,)
+    """Tokens, logit gaps and margins of the three cached decoders vs full recomputation.
+
+    ``mean_G``: one ``(H, dk, dk)`` operator per layer for the ``mean_G`` decoder.
+    """
+    margins: list[Tensor] = []
+    same: dict[str, list[Tensor]] = {m: [] for m in MODES}
+    gaps: dict[str, list[Tensor]] = {m: [] for m in MODES}
+    modes = (("prompt_G", None, False), ("mean_G", [g[None] for g in mean_G], False),
+             ("kv_A", None, True))  # fmt: skip
+    for group in prompts:
+        ref_tok, ref_logits = _uncached(model64, group, n_new, None)
+        top2 = ref_logits.topk(2, dim=-1).values
+        margins.append((top2[..., 0] - top2[..., 1]).amin(dim=1))
+        for name, G, keep_a in modes:
+            tok, _ = _cached(model64, group, n_new, G, None, keep_a)
+            _, forced_logits = _cached(model64, group, n_new, G, ref_tok, keep_a)
+            same[name].append((tok == ref_tok).all(dim=1))
+            gaps[name].append((forced_logits - ref_logits).abs().amax(dim=(1, 2)))
+    margin = torch.cat(margins)
     out: dict[str, Any] = {
-        "n_prompts": n,
+        "n_prompts": int(margin.numel()),
         "n_new": n_new,
         "min_top1_margin": float(margin.min()),
         "median_top1_margin": float(margin.median()),
     }
-    modes = (
-        ("prompt_G", None, False),
-        ("mean_G", [g[None] for g in mean_G], False),
-        ("kv_A", None, True),
-    )
-    for name, G, keep_a in modes:
-        tok, _ = _cached(model64, prompts, n_new, G, None, keep_a)
-        _, forced_logits = _cached(model64, prompts, n_new, G, ref_tok, keep_a)
-        gap = (forced_logits - ref_logits).abs().amax(dim=(1, 2))
+    for name in MODES:
+        gap = torch.cat(gaps[name])
         out[name] = {
-            "tokens_identical": int((tok == ref_tok).all(dim=1).sum()),
+            "tokens_identical": int(torch.cat(same[name]).sum()),
             "max_logit_gap": float(gap.max()),
             "median_logit_gap": float(gap.median()),
             "margin_covers_gap": int((margin > 2 * gap).sum()),
@@ -111,14 +121,16 @@ def fidelity(
 def time_per_token(
     model: PLDRDecoder, prompts: Tensor, n_new: int, repeats: int = 3
 ) -> dict[str, float]:
-    """Seconds per generated token (float32, batch of all prompts), best of ``repeats``.
+    """Seconds per generated token (float32 copy, batch ``prompts (N, S)``), best of ``repeats``.
 
-    Three decoders: full recomputation (``uncached``), the reference's
-    KV-cache storing the prompt's ``A`` (``kv_a_cached``: steps 4-6 per step)
-    and the KV+G-cache (``g_cached``). ``speedup`` is uncached / G-cached (KV
-    and G caches together); ``speedup_g_over_kv_a`` isolates the G-cache.
+    Three decoders: full recomputation (``uncached``), the author's KV-cache
+    storing the prompt's ``A`` (``kv_a_cached``: steps 4-6 per step) and the
+    KV+G-cache (``g_cached``). ``speedup`` is uncached / G-cached (KV and G
+    caches together); ``speedup_g_over_kv_a`` isolates the G-cache.
     """
-    model = model.float().eval()
+    import copy
+
+    model = copy.deepcopy(model).float().eval()
     runs = {
         "uncached": lambda: _uncached(model, prompts, n_new, None),
         "kv_a_cached": lambda: _kv_a(model, prompts, n_new),
