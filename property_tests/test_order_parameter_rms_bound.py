@@ -7,7 +7,7 @@ here as the oracle in 60-digit mpmath::
     form = num / (0.5 (r1 + r2))  (0 when num = 0),  and  0 <= form <= 2.
 
 Implementations: the torch measurement the collapse study and the claims ledger use
-(``pyverify.collapse.measure.order_pair``, attributed to ``kernels``: it is the suite's
+(``pyverify.measure.order.order_pair``, attributed to ``kernels``: it is the suite's
 torch side, float64 and float32) and the independent float64 NumPy
 :func:`pyverify.reference.order_parameter.order_parameter_rms` (``reference``).
 
@@ -33,7 +33,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.collapse.measure import order_pair
+from pyverify.measure.order import order_pair
 from pyverify.reference.order_parameter import order_parameter_rms
 from pyverify.testing.strategies import arrays, examples
 
@@ -92,7 +92,11 @@ def _check(form: float, x1: np.ndarray, x2: np.ndarray, u: float) -> None:
     """``0 <= form <= 2 (1 + gamma_{n+6})`` and ``form`` is the spec to ``gamma_{n+6}``."""
     g = _gamma(x1.size + 6, u)
     want = spec_form(x1, x2)
-    assert want <= 2  # the theorem, in 60-digit arithmetic
+    # the theorem, in 60-digit arithmetic: each of the spec's three square roots and two
+    # divisions rounds at 60 digits, so at the sharp case x2 = -c x1 (form exactly 2) the
+    # computed value may exceed 2 by a few units of 1e-60; 1e-55 covers them (the
+    # difference is taken first: at mpmath's default 15 digits 2 + 1e-55 would round to 2)
+    assert want - 2 <= mpmath.mpf(10) ** -55
     assert 0.0 <= form <= 2.0 * (1 + g)
     assert abs(mpmath.mpf(form) - want) <= g * want
 

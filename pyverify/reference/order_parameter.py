@@ -9,7 +9,7 @@ For two same-shape arrays ``x1, x2`` (``audit_lib.order_pair``)::
 In exact arithmetic ``num <= rms(x1) + rms(x2)`` (the triangle inequality for the RMS),
 so ``0 <= form <= 2``: Lean ``Pldr.order_parameter_rms_bound``. This module is the
 suite's independent float64 oracle for the torch measurement
-(``pyverify.collapse.measure.order_pair``); it shares no code with it, and scales its
+(``pyverify.measure.order.order_pair``); it shares no code with it, and scales its
 inputs by a power of two first, so it is finite on every finite input.
 """
 
