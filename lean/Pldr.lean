@@ -25,6 +25,10 @@ public import Pldr.ExpHom
 public import Pldr.RopeTwirlDecay
 public import Pldr.LayerNormModel
 public import Pldr.ExpRat
+public import Pldr.Float.Model
+public import Pldr.Float.Sum
+public import Pldr.Float.Softmax
+public import Pldr.Float.Head
 
 /-!
 # Pldr: the PLGA theorem library
