@@ -80,66 +80,71 @@ theorem mul_apply_nonneg {m n p : Nat} {X : Mat α m n} {B : Mat α n p}
   simp only [Mat.mul_apply]
   exact finSum_nonneg fun j => OrderedRing.mul_nonneg (hX i j) (hB j k)
 
-/-- [fp_head_scores] The scores of a head in floating point, with the metric's error as
-an input bound: `|Ĝ − G| ≤ δG` entrywise; `X` within `e₁ (|Q| |Ĝ|)` of `Q Ĝ`; the score
-product `Sc` within `e₂ (|X| |K|ᵀ)` of `X Kᵀ`; the scale `τ̂` within `u_τ |τ|` of `τ`;
-`Ê` within `u_s |τ̂ Sc|` of `τ̂ Sc`. Then
-`|Ê i j − τ (Q G Kᵀ) i j| ≤ |τ| (((1 + u_s)(1 + u_τ)(1 + e₁)(1 + e₂) − 1)(|Q| |Ĝ| |K|ᵀ) i j
-+ (|Q| δG |K|ᵀ) i j)`. -/
+/-- [fp_head_scores] The scores of a head in floating point, with the metric's error as an
+input bound: `|Ĝ − G| ≤ δG` entrywise; `X` within `e₁ (|Q| |Ĝ|) + h₁` of `Q Ĝ`; the score
+product `Sc` within `e₂ (|X| |K|ᵀ) + h₂` of `X Kᵀ` (`h₁`, `h₂ ≥ 0`: underflow); the scale
+`τ̂` within `u_τ |τ|` of `τ`; `Ê` within `u_s |τ̂ Sc| + η_s` of `τ̂ Sc`. With
+`P = |Q| |Ĝ| |K|ᵀ`, `C = (1 + u_s)(1 + u_τ)`:
+`|Ê i j − τ (Q G Kᵀ) i j| ≤ |τ| ((C (1 + e₁)(1 + e₂) − 1) P i j
++ C ((1 + e₂)(h₁ |K|ᵀ) i j + h₂ i j) + (|Q| δG |K|ᵀ) i j) + η_s`. -/
 theorem fp_head_scores {S T dk : Nat} (Q : Mat α S dk) (K : Mat α T dk)
-    (G G' δG : Mat α dk dk) (X : Mat α S dk) (Sc Eh : Mat α S T) {τ τ' e₁ e₂ uτ us : α}
-    (he₂ : 0 ≤ e₂) (huτ : 0 ≤ uτ) (hus : 0 ≤ us)
+    (G G' δG : Mat α dk dk) (X : Mat α S dk) (Sc Eh : Mat α S T) (h₁ : Mat α S dk)
+    (h₂ : Mat α S T) {τ τ' e₁ e₂ uτ us ηs : α}
+    (he₂ : 0 ≤ e₂) (huτ : 0 ≤ uτ) (hus : 0 ≤ us) (hh₁ : ∀ i b, 0 ≤ h₁ i b)
     (hG : ∀ a b, absv (G' a b - G a b) ≤ δG a b)
-    (hX : ∀ i b, absv (X i b - (Q ⬝ G') i b) ≤ e₁ * (Mat.abs Q ⬝ Mat.abs G') i b)
-    (hSc : ∀ i j, absv (Sc i j - (X ⬝ Kᵀ) i j) ≤ e₂ * (Mat.abs X ⬝ (Mat.abs K)ᵀ) i j)
+    (hX : ∀ i b, absv (X i b - (Q ⬝ G') i b) ≤ e₁ * (Mat.abs Q ⬝ Mat.abs G') i b + h₁ i b)
+    (hSc : ∀ i j, absv (Sc i j - (X ⬝ Kᵀ) i j) ≤
+      e₂ * (Mat.abs X ⬝ (Mat.abs K)ᵀ) i j + h₂ i j)
     (hτ : absv (τ' - τ) ≤ uτ * absv τ)
-    (hE : ∀ i j, absv (Eh i j - τ' * Sc i j) ≤ us * absv (τ' * Sc i j))
+    (hE : ∀ i j, absv (Eh i j - τ' * Sc i j) ≤ us * absv (τ' * Sc i j) + ηs)
     (i : Fin S) (j : Fin T) :
     absv (Eh i j - τ * (Q ⬝ G ⬝ Kᵀ) i j) ≤
       absv τ * (((1 + us) * (1 + uτ) * (1 + e₁) * (1 + e₂) - 1) *
           (Mat.abs Q ⬝ Mat.abs G' ⬝ (Mat.abs K)ᵀ) i j +
-        (Mat.abs Q ⬝ δG ⬝ (Mat.abs K)ᵀ) i j) := by
+        (1 + us) * (1 + uτ) * ((1 + e₂) * (h₁ ⬝ (Mat.abs K)ᵀ) i j + h₂ i j) +
+        (Mat.abs Q ⬝ δG ⬝ (Mat.abs K)ᵀ) i j) + ηs := by
   have aQ : ∀ i a, 0 ≤ Mat.abs Q i a := fun _ _ => absv_nonneg _
   have aG : ∀ a b, 0 ≤ Mat.abs G' a b := fun _ _ => absv_nonneg _
   have aK : ∀ b j, 0 ≤ (Mat.abs K)ᵀ b j := fun _ _ => absv_nonneg _
-  have aδ : ∀ a b, 0 ≤ δG a b := fun a b => Std.le_trans (absv_nonneg _) (hG a b)
   have QG0 := mul_apply_nonneg aQ aG
-  -- P = (|Q| |Ĝ| |K|ᵀ) i j, Δ = (|Q| δG |K|ᵀ) i j
   generalize hP : (Mat.abs Q ⬝ Mat.abs G' ⬝ (Mat.abs K)ᵀ) i j = P
   generalize hΔ : (Mat.abs Q ⬝ δG ⬝ (Mat.abs K)ᵀ) i j = Δ
+  generalize hH₁ : (h₁ ⬝ (Mat.abs K)ᵀ) i j = H₁
   have hP0 : 0 ≤ P := by rw [← hP]; exact mul_apply_nonneg QG0 aK i j
-  -- |X| ≤ (1 + e₁)|Q||Ĝ| entrywise
-  have hXabs : ∀ i b, absv (X i b) ≤ (1 + e₁) * (Mat.abs Q ⬝ Mat.abs G') i b := fun i b => by
-    have h1 := hX i b
-    have h2 := absv_mul_apply_le G' (fun i a => le_refl' (absv (Q i a))) i b
-    have t := absv_add_le (X i b - (Q ⬝ G') i b) ((Q ⬝ G') i b)
-    have e : X i b - (Q ⬝ G') i b + (Q ⬝ G') i b = X i b := by grind
-    rw [e] at t
-    have : (fun i a => absv (Q i a)) = Mat.abs Q := rfl
-    simp only [this] at h2
-    grind
-  -- (|X| |K|ᵀ) i j ≤ (1 + e₁) P
-  have hXK : (Mat.abs X ⬝ (Mat.abs K)ᵀ) i j ≤ (1 + e₁) * P := by
+  have hH₁0 : 0 ≤ H₁ := by rw [← hH₁]; exact mul_apply_nonneg hh₁ aK i j
+  have hQGabs : ∀ i b, absv ((Q ⬝ G') i b) ≤ (Mat.abs Q ⬝ Mat.abs G') i b := fun i b =>
+    absv_mul_apply_le G' (fun i a => le_refl' (absv (Q i a))) i b
+  have hXabs : ∀ i b, absv (X i b) ≤ (1 + e₁) * (Mat.abs Q ⬝ Mat.abs G') i b + h₁ i b :=
+    fun i b => by
+      have h1 := hX i b
+      have h2 := hQGabs i b
+      have t := absv_add_le (X i b - (Q ⬝ G') i b) ((Q ⬝ G') i b)
+      have e : X i b - (Q ⬝ G') i b + (Q ⬝ G') i b = X i b := by grind
+      rw [e] at t
+      grind
+  -- (|X| |K|ᵀ) i j ≤ (1 + e₁) P + H₁
+  have hXK : (Mat.abs X ⬝ (Mat.abs K)ᵀ) i j ≤ (1 + e₁) * P + H₁ := by
     have := mul_apply_le_of_le (B := (Mat.abs K)ᵀ)
-      (X := Mat.abs X) (Z := fun i b => (1 + e₁) * (Mat.abs Q ⬝ Mat.abs G') i b)
+      (X := Mat.abs X) (Z := fun i b => (1 + e₁) * (Mat.abs Q ⬝ Mat.abs G') i b + h₁ i b)
       (fun i b => hXabs i b) aK i j
-    have e : ((fun i b => (1 + e₁) * (Mat.abs Q ⬝ Mat.abs G') i b) ⬝ (Mat.abs K)ᵀ) i j =
-        (1 + e₁) * P := by
-      rw [← hP]; simp only [Mat.mul_apply, Mat.transpose_apply]
-      rw [mul_finSum]; congr 1; funext b; grind
+    have e : ((fun i b => (1 + e₁) * (Mat.abs Q ⬝ Mat.abs G') i b + h₁ i b) ⬝
+        (Mat.abs K)ᵀ) i j = (1 + e₁) * P + H₁ := by
+      rw [← hP, ← hH₁]; simp only [Mat.mul_apply, Mat.transpose_apply]
+      rw [mul_finSum, ← finSum_add]; congr 1; funext b; grind
     rw [e] at this; exact this
-  -- |X Kᵀ − Q Ĝ Kᵀ| ≤ e₁ P
-  have hXmK : absv ((X ⬝ Kᵀ) i j - (Q ⬝ G' ⬝ Kᵀ) i j) ≤ e₁ * P := by
+  -- |X Kᵀ − Q Ĝ Kᵀ| ≤ e₁ P + H₁
+  have hXmK : absv ((X ⬝ Kᵀ) i j - (Q ⬝ G' ⬝ Kᵀ) i j) ≤ e₁ * P + H₁ := by
     have e : (X ⬝ Kᵀ) i j - (Q ⬝ G' ⬝ Kᵀ) i j =
         ((fun i b => X i b - (Q ⬝ G') i b) ⬝ Kᵀ) i j := by
       simp only [Mat.mul_apply, Mat.transpose_apply]
       rw [← finSum_sub]; congr 1; funext b; grind
     rw [e]
-    have h := absv_mul_apply_le (Kᵀ) (Z := fun i b => e₁ * (Mat.abs Q ⬝ Mat.abs G') i b)
-      (fun i b => hX i b) i j
-    have e2 : ((fun i b => e₁ * (Mat.abs Q ⬝ Mat.abs G') i b) ⬝ Mat.abs Kᵀ) i j = e₁ * P := by
-      rw [← hP]; simp only [Mat.mul_apply, Mat.transpose_apply, Mat.abs]
-      rw [mul_finSum]; congr 1; funext b; grind
+    have h := absv_mul_apply_le (Kᵀ)
+      (Z := fun i b => e₁ * (Mat.abs Q ⬝ Mat.abs G') i b + h₁ i b) (fun i b => hX i b) i j
+    have e2 : ((fun i b => e₁ * (Mat.abs Q ⬝ Mat.abs G') i b + h₁ i b) ⬝ Mat.abs Kᵀ) i j =
+        e₁ * P + H₁ := by
+      rw [← hP, ← hH₁]; simp only [Mat.mul_apply, Mat.transpose_apply, Mat.abs]
+      rw [mul_finSum, ← finSum_add]; congr 1; funext b; grind
     rw [e2] at h; exact h
   -- |Q (Ĝ − G) Kᵀ| ≤ Δ
   have hGK : absv ((Q ⬝ G' ⬝ Kᵀ) i j - (Q ⬝ G ⬝ Kᵀ) i j) ≤ Δ := by
@@ -161,41 +166,39 @@ theorem fp_head_scores {S T dk : Nat} (Q : Mat α S dk) (K : Mat α T dk)
     have h := absv_mul_apply_le (Kᵀ) inner i j
     have e2 : ((Mat.abs Q ⬝ δG) ⬝ Mat.abs Kᵀ) i j = Δ := by rw [← hΔ]; rfl
     rw [e2] at h; exact h
-  -- the score product and the scale
-  have hSc1 : absv (Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j) ≤ ((1 + e₁) * (1 + e₂) - 1) * P := by
+  -- the score product
+  generalize hC : (1 + e₁) * (1 + e₂) = C
+  generalize hHs : (1 + e₂) * H₁ + h₂ i j = Hs
+  have hSc1 : absv (Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j) ≤ (C - 1) * P + Hs := by
     have h1 := hSc i j
     have h2 := OrderedRing.mul_le_mul_of_nonneg_left hXK he₂
     have t := absv_add_le (Sc i j - (X ⬝ Kᵀ) i j) ((X ⬝ Kᵀ) i j - (Q ⬝ G' ⬝ Kᵀ) i j)
     have e : Sc i j - (X ⬝ Kᵀ) i j + ((X ⬝ Kᵀ) i j - (Q ⬝ G' ⬝ Kᵀ) i j) =
         Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j := by grind
-    rw [e] at t; grind
+    rw [e] at t; rw [← hC, ← hHs]; grind
   have hQGK : absv ((Q ⬝ G' ⬝ Kᵀ) i j) ≤ P := by
     rw [← hP]
-    have h := absv_mul_apply_le (Kᵀ) (X := Q ⬝ G') (Z := Mat.abs Q ⬝ Mat.abs G')
-      (fun i b => absv_mul_apply_le G' (fun i a => le_refl' (absv (Q i a))) i b) i j
-    exact h
-  have hScabs : absv (Sc i j) ≤ (1 + e₁) * (1 + e₂) * P := by
+    exact absv_mul_apply_le (Kᵀ) (X := Q ⬝ G') (Z := Mat.abs Q ⬝ Mat.abs G') hQGabs i j
+  have hScabs : absv (Sc i j) ≤ C * P + Hs := by
     have t := absv_add_le (Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j) ((Q ⬝ G' ⬝ Kᵀ) i j)
     have e : Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j + (Q ⬝ G' ⬝ Kᵀ) i j = Sc i j := by grind
     rw [e] at t; grind
-  generalize hC : (1 + e₁) * (1 + e₂) = C at *
   have hτ' : absv τ' ≤ (1 + uτ) * absv τ := by
     have t := absv_add_le (τ' - τ) τ
     have e : τ' - τ + τ = τ' := by grind
     rw [e] at t; grind
   have at0 := absv_nonneg τ
-  -- the four pieces
-  have p1 : absv (Eh i j - τ' * Sc i j) ≤ us * ((1 + uτ) * absv τ * (C * P)) := by
+  have p1 : absv (Eh i j - τ' * Sc i j) ≤ us * ((1 + uτ) * absv τ * (C * P + Hs)) + ηs := by
     have h := hE i j
     rw [absv_mul] at h
     have := mul_le_mul_of_le_of_le hτ' hScabs (OrderedRing.mul_nonneg (by grind) at0)
       (absv_nonneg _)
     have := OrderedRing.mul_le_mul_of_nonneg_left this hus
     grind
-  have p2 : absv ((τ' - τ) * Sc i j) ≤ uτ * absv τ * (C * P) := by
+  have p2 : absv ((τ' - τ) * Sc i j) ≤ uτ * absv τ * (C * P + Hs) := by
     rw [absv_mul]
     exact mul_le_mul_of_le_of_le hτ hScabs (OrderedRing.mul_nonneg huτ at0) (absv_nonneg _)
-  have p3 : absv (τ * (Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j)) ≤ absv τ * ((C - 1) * P) := by
+  have p3 : absv (τ * (Sc i j - (Q ⬝ G' ⬝ Kᵀ) i j)) ≤ absv τ * ((C - 1) * P + Hs) := by
     rw [absv_mul]; exact OrderedRing.mul_le_mul_of_nonneg_left hSc1 at0
   have p4 : absv (τ * ((Q ⬝ G' ⬝ Kᵀ) i j - (Q ⬝ G ⬝ Kᵀ) i j)) ≤ absv τ * Δ := by
     rw [absv_mul]; exact OrderedRing.mul_le_mul_of_nonneg_left hGK at0
@@ -273,49 +276,61 @@ theorem fp_head_output_rescale {k : Nat} (E : ExpMap α) (x v : Fin k → α)
   grind
 
 /-- [fp_head_output] The normalise-first order (weights first, then `p V`, as the float64
-reference computes): weights `p̂_j` within `ρ p_j` of nonnegative `p_j` (`fp_softmax`),
-leaves `g_j` within `e_p |p̂_j v_j|` of `p̂_j v_j` (the product rounded, or exact in an FMA),
-any summation order at `u` (`(n − 1) u < 1`), the result within `w |·|`:
-`|ŷ − Σ_j p_j v_j| ≤ ((1 + w)(1 + γ_{n−1})(1 + e_p)(1 + ρ) − 1) Σ_j p_j |v_j|`. -/
-theorem fp_head_output_normalized {n : Nat} (R : Rounding α) (p ph v g : Fin n → α)
-    {ρ ep w y : α} (hρ : 0 ≤ ρ) (hep : 0 ≤ ep) (hw : 0 ≤ w) (hp0 : ∀ j, 0 ≤ p j)
-    (hp : ∀ j, absv (ph j - p j) ≤ ρ * p j)
-    (hg : ∀ j, absv (g j - ph j * v j) ≤ ep * absv (ph j * v j))
+reference computes): weights `p̂_j` within `ρ p_j + η_p` of nonnegative `p_j`
+(`fp_softmax`), leaves `g_j` within `e_p |p̂_j v_j| + η_g j` of `p̂_j v_j` (the product, or
+exact in an FMA), any summation order at `u` (`(n − 1) u < 1`), the result within
+`w |·| + η_y`:
+`|ŷ − Σ_j p_j v_j| ≤ ((1 + w)(1 + γ_{n−1})(1 + e_p)(1 + ρ) − 1) Σ_j p_j |v_j|
++ (1 + w)(1 + γ_{n−1}) Σ_j ((1 + e_p) η_p |v_j| + η_g j) + η_y`. -/
+theorem fp_head_output_normalized {n : Nat} (R : Rounding α) (p ph v g ηg : Fin n → α)
+    {ρ ηp ep w ηy y : α} (hρ : 0 ≤ ρ) (hηp : 0 ≤ ηp) (hep : 0 ≤ ep) (hw : 0 ≤ w)
+    (hηg : ∀ j, 0 ≤ ηg j) (hp0 : ∀ j, 0 ≤ p j)
+    (hp : ∀ j, absv (ph j - p j) ≤ ρ * p j + ηp)
+    (hg : ∀ j, absv (g j - ph j * v j) ≤ ep * absv (ph j * v j) + ηg j)
     (t : STree (Fin n)) (ht : t.IsOrder α) (hn : ((n - 1 : Nat) : α) * R.u < 1)
-    (hy : absv (y - t.eval R.fl g) ≤ w * absv (t.eval R.fl g)) :
+    (hy : absv (y - t.eval R.fl g) ≤ w * absv (t.eval R.fl g) + ηy) :
     absv (y - finSum (fun j => p j * v j)) ≤
       ((1 + w) * (1 + gam R.u (n - 1)) * (1 + ep) * (1 + ρ) - 1) *
-        finSum (fun j => p j * absv (v j)) := by
+        finSum (fun j => p j * absv (v j)) +
+      (1 + w) * (1 + gam R.u (n - 1)) *
+        finSum (fun j => (1 + ep) * ηp * absv (v j) + ηg j) + ηy := by
   have hu := R.u_nonneg
   have g0 := gam_nonneg hu hn
   have hM : ∀ j, absv (p j * v j) ≤ p j * absv (v j) := fun j => by
     rw [absv_mul, show absv (p j) = p j by unfold absv; simp [hp0 j]]; grind
-  have leaf : ∀ j, absv (g j - p j * v j) ≤ ((1 + ep) * (1 + ρ) - 1) * (p j * absv (v j)) :=
-    fun j => by
-      have hph : absv (ph j) ≤ (1 + ρ) * p j := by
-        have t := absv_add_le (ph j - p j) (p j)
-        have e : ph j - p j + p j = ph j := by grind
-        rw [e, show absv (p j) = p j by unfold absv; simp [hp0 j]] at t; grind
-      have h1 := hg j
-      rw [absv_mul] at h1
-      have h2 := OrderedRing.mul_le_mul_of_nonneg_left
-        (OrderedRing.mul_le_mul_of_nonneg_right hph (absv_nonneg (v j))) hep
-      have h3 : absv ((ph j - p j) * v j) ≤ ρ * p j * absv (v j) := by
-        rw [absv_mul]; exact OrderedRing.mul_le_mul_of_nonneg_right (hp j) (absv_nonneg _)
-      have t := absv_add_le (g j - ph j * v j) ((ph j - p j) * v j)
-      have e : g j - ph j * v j + (ph j - p j) * v j = g j - p j * v j := by grind
-      rw [e] at t; grind
+  have hηl : ∀ j, 0 ≤ (1 + ep) * ηp * absv (v j) + ηg j := fun j => by
+    have := OrderedRing.mul_nonneg (OrderedRing.mul_nonneg (by grind : (0 : α) ≤ 1 + ep) hηp)
+      (absv_nonneg (v j))
+    have := hηg j; grind
+  have leaf : ∀ j, absv (g j - p j * v j) ≤ ((1 + ep) * (1 + ρ) - 1) * (p j * absv (v j)) +
+      ((1 + ep) * ηp * absv (v j) + ηg j) := fun j => by
+    have hph : absv (ph j) ≤ (1 + ρ) * p j + ηp := by
+      have t := absv_add_le (ph j - p j) (p j)
+      have e : ph j - p j + p j = ph j := by grind
+      rw [e, show absv (p j) = p j by unfold absv; simp [hp0 j]] at t; have := hp j; grind
+    have h1 := hg j
+    rw [absv_mul] at h1
+    have h2 := OrderedRing.mul_le_mul_of_nonneg_left
+      (OrderedRing.mul_le_mul_of_nonneg_right hph (absv_nonneg (v j))) hep
+    have h3 : absv ((ph j - p j) * v j) ≤ (ρ * p j + ηp) * absv (v j) := by
+      rw [absv_mul]; exact OrderedRing.mul_le_mul_of_nonneg_right (hp j) (absv_nonneg _)
+    have t := absv_add_le (g j - ph j * v j) ((ph j - p j) * v j)
+    have e : g j - ph j * v j + (ph j - p j) * v j = g j - p j * v j := by grind
+    rw [e] at t; grind
   have he : 0 ≤ (1 + ep) * (1 + ρ) - 1 := by
     have := OrderedRing.mul_nonneg hep hρ; grind
-  have hs := fp_summation_perturbed R he hM leaf t ht hn
+  have hs := fp_summation_perturbed R he hηl hM leaf t ht hn
   generalize hS : finSum (fun j => p j * v j) = S at *
   generalize hA : finSum (fun j => p j * absv (v j)) = A at *
+  generalize hH : finSum (fun j => (1 + ep) * ηp * absv (v j) + ηg j) = H at *
   generalize hE : t.eval R.fl g = Ev at *
   have hSA : absv S ≤ A := by
     rw [← hS, ← hA]; exact Std.le_trans (absv_finSum_le _) (finSum_le_finSum hM)
   have hA0 : 0 ≤ A := Std.le_trans (absv_nonneg _) hSA
+  have hH0 : 0 ≤ H := by rw [← hH]; exact finSum_nonneg hηl
   generalize hK : (1 + gam R.u (n - 1)) * (1 + ((1 + ep) * (1 + ρ) - 1)) = K at hs
-  have hEv : absv Ev ≤ K * A := by
+  generalize hC : 1 + gam R.u (n - 1) = C at hs
+  have hEv : absv Ev ≤ K * A + C * H := by
     have t := absv_add_le (Ev - S) S
     have e : Ev - S + S = Ev := by grind
     rw [e] at t; grind
@@ -323,21 +338,18 @@ theorem fp_head_output_normalized {n : Nat} (R : Rounding α) (p ph v g : Fin n 
   have t := absv_add_le (y - Ev) (Ev - S)
   have e : y - Ev + (Ev - S) = y - S := by grind
   rw [e] at t
-  have fin : (1 + w) * (1 + gam R.u (n - 1)) * (1 + ep) * (1 + ρ) - 1 = (1 + w) * K - 1 := by
-    rw [← hK]; grind
+  have fin : (1 + w) * C * (1 + ep) * (1 + ρ) - 1 = (1 + w) * K - 1 := by
+    rw [← hK, ← hC]; grind
   rw [fin]; grind
 
 /-- [fp_mixed_precision] A pipeline stage on a computed input: the exact stage is
-`Σ_j a_j x_j`; the kernel evaluates `Σ_j â_j x̂_j` on its own input `x̂`
-(`|x̂_j − x_j| ≤ d_j`) with the mixed-precision bound `K − 1` relative to
-`Σ_j |a_j| |x̂_j|`; then `|ŷ − Σ_j a_j x_j| ≤ (K − 1) Σ_j |a_j| |x̂_j| + Σ_j |a_j| d_j`. -/
-theorem fp_mixed_precision_propagated {n : Nat} (a x x' d : Fin n → α) {K y : α}
+`Σ_j a_j x_j`; the kernel evaluates it on its own input `x̂` (`|x̂_j − x_j| ≤ d_j`) within
+`B` of `Σ_j a_j x̂_j` (`fp_mixed_precision` on `x̂`); then
+`|ŷ − Σ_j a_j x_j| ≤ B + Σ_j |a_j| d_j`. -/
+theorem fp_mixed_precision_propagated {n : Nat} (a x x' d : Fin n → α) {B y : α}
     (hx : ∀ j, absv (x' j - x j) ≤ d j)
-    (hy : absv (y - finSum (fun j => a j * x' j)) ≤
-      (K - 1) * finSum (fun j => absv (a j) * absv (x' j))) :
-    absv (y - finSum (fun j => a j * x j)) ≤
-      (K - 1) * finSum (fun j => absv (a j) * absv (x' j)) +
-        finSum (fun j => absv (a j) * d j) := by
+    (hy : absv (y - finSum (fun j => a j * x' j)) ≤ B) :
+    absv (y - finSum (fun j => a j * x j)) ≤ B + finSum (fun j => absv (a j) * d j) := by
   have hlin : absv (finSum (fun j => a j * x' j) - finSum (fun j => a j * x j)) ≤
       finSum (fun j => absv (a j) * d j) := by
     rw [← finSum_sub]
@@ -353,14 +365,14 @@ theorem fp_mixed_precision_propagated {n : Nat} (a x x' d : Fin n → α) {K y :
   rw [e] at t; grind
 
 /-- [fp_elementwise] One entrywise stage in floating point: the exact stage is `f x`; the
-kernel evaluates a routine `f̂` of relative error `r` (`|f̂ x̂ − f x̂| ≤ r |f x̂|`) on its
-computed input `x̂` (`|x̂ − x| ≤ d`), and `f` moves by at most `L |x̂ − x|` between the two
-(a Lipschitz bound on the segment: `L ≥ sup |f'|` there, a fact of the real function).
-Then `|f̂ x̂ − f x| ≤ (1 + r) L d + r |f x|`. -/
-theorem fp_elementwise {f fh : α → α} {x x' L d r : α} (hL0 : 0 ≤ L) (hr : 0 ≤ r)
+kernel evaluates a routine `f̂` of relative error `r` and absolute error `η_f`
+(`|f̂ x̂ − f x̂| ≤ r |f x̂| + η_f`) on its computed input `x̂` (`|x̂ − x| ≤ d`), and `f` moves by
+at most `L |x̂ − x|` between the two (a Lipschitz bound on the segment: `L ≥ sup |f'|`
+there, a fact of the real function). Then `|f̂ x̂ − f x| ≤ (1 + r) L d + r |f x| + η_f`. -/
+theorem fp_elementwise {f fh : α → α} {x x' L d r ηf : α} (hL0 : 0 ≤ L) (hr : 0 ≤ r)
     (hx : absv (x' - x) ≤ d) (hL : absv (f x' - f x) ≤ L * absv (x' - x))
-    (hf : absv (fh x' - f x') ≤ r * absv (f x')) :
-    absv (fh x' - f x) ≤ (1 + r) * L * d + r * absv (f x) := by
+    (hf : absv (fh x' - f x') ≤ r * absv (f x') + ηf) :
+    absv (fh x' - f x) ≤ (1 + r) * L * d + r * absv (f x) + ηf := by
   have hLd : absv (f x' - f x) ≤ L * d :=
     Std.le_trans hL (OrderedRing.mul_le_mul_of_nonneg_left hx hL0)
   have hfx : absv (f x') ≤ absv (f x) + L * d := by

@@ -109,17 +109,20 @@ theorem ExpMap.within_exp_add (E : ExpMap α) (hE : E.AddOneLe) {y d a : α}
   · have := OrderedRing.mul_le_mul_of_nonneg_left up (by grind : 0 ≤ E.exp y)
     grind
 
-/-- [fp_softmax] The factor of one computed exponential of a shifted score: the score
-`x̂` is within `Δ` of the exact `x`, the shift `m` is any number with `|x̂ − m| ≤ M`,
-the difference is rounded once (`R`), and the library exponential `ê` has relative
-error `u_exp`; with `a = Δ + u M < 1`, `ê(fl(x̂ − m))` is within
-`1/((1 − u_exp)(1 − a))` of `exp(x − m)` (needs `ExpMap.AddOneLe`). -/
-theorem fp_softmax_exp_within (E : ExpMap α) (hE : E.AddOneLe) (R : Rounding α)
-    (expc : α → α) {uexp : α} (hue0 : 0 ≤ uexp) (hue : uexp < 1)
-    (hexp : ∀ z, absv (expc z - E.exp z) ≤ uexp * E.exp z) {x xhat m Δ M : α}
-    (hx : absv (xhat - x) ≤ Δ) (hM : absv (xhat - m) ≤ M)
-    (ha : Δ + R.u * M < 1) :
-    Within ((1 - uexp)⁻¹ * (1 - (Δ + R.u * M))⁻¹) (expc (R.fl (xhat - m))) (E.exp (x - m)) := by
+/-- [fp_softmax] One computed exponential of a shifted score: the score `x̂` is within `Δ`
+of the exact `x`, the shift `m` is any number with `|x̂ − m| ≤ M`, the difference is
+rounded once (`R`; a difference of floating-point numbers never underflows), and the
+library exponential `ê` has relative error `u_exp` and absolute error `η_e` (its
+underflow: `ê(z)` is `0` or subnormal where `exp z` is below the normal range); with
+`a = Δ + u M < 1`:
+`|ê(fl(x̂ − m)) − exp(x − m)| ≤ ((1 − a)⁻¹ (1 + u_exp) − 1) exp(x − m) + η_e`
+(needs `ExpMap.AddOneLe`). -/
+theorem fp_softmax_exp (E : ExpMap α) (hE : E.AddOneLe) (R : Rounding α)
+    (expc : α → α) {uexp ηe : α} (hue0 : 0 ≤ uexp)
+    (hexp : ∀ z, absv (expc z - E.exp z) ≤ uexp * E.exp z + ηe) {x xhat m Δ M : α}
+    (hx : absv (xhat - x) ≤ Δ) (hM : absv (xhat - m) ≤ M) (ha : Δ + R.u * M < 1) :
+    absv (expc (R.fl (xhat - m)) - E.exp (x - m)) ≤
+      ((1 - (Δ + R.u * M))⁻¹ * (1 + uexp) - 1) * E.exp (x - m) + ηe := by
   have hr := R.rel (xhat - m)
   have hd : absv (R.fl (xhat - m) - (x - m)) ≤ Δ + R.u * M := by
     have := absv_add_le (R.fl (xhat - m) - (xhat - m)) (xhat - x)
@@ -130,84 +133,26 @@ theorem fp_softmax_exp_within (E : ExpMap α) (hE : E.AddOneLe) (R : Rounding α
   have w1 := E.within_exp_add hE (y := x - m) hd ha
   have e : x - m + (R.fl (xhat - m) - (x - m)) = R.fl (xhat - m) := by grind
   rw [e] at w1
-  have w2 := within_of_absv_sub_le (x := expc (R.fl (xhat - m))) (le_of_lt' (E.exp_pos _)) hue0 hue
-    (hexp _)
-  have hp1 := inv_pos_of_pos (a := 1 - uexp) (by grind)
   have hΔ : 0 ≤ Δ := Std.le_trans (absv_nonneg _) hx
-  have hp2 := inv_pos_of_pos (a := 1 - (Δ + R.u * M)) (by grind)
-  exact w2.trans hp1 hp2 (le_of_lt' (E.exp_pos _)) w1
+  have hM0 : 0 ≤ M := Std.le_trans (absv_nonneg _) hM
+  have hpos : 0 < 1 - (Δ + R.u * M) := by grind
+  have hc1 : 1 ≤ (1 - (Δ + R.u * M))⁻¹ :=
+    one_le_inv hpos (by have := OrderedRing.mul_nonneg R.u_nonneg hM0; grind)
+  generalize hc : (1 - (Δ + R.u * M))⁻¹ = c at *
+  have ez := E.exp_pos (x - m)
+  have d1 := w1.absv_sub_le hc1 (le_of_lt' ez)
+  have d2 := w1.2
+  have d3 := hexp (R.fl (xhat - m))
+  have d4 := OrderedRing.mul_le_mul_of_nonneg_left d2 hue0
+  have t := absv_add_le (expc (R.fl (xhat - m)) - E.exp (R.fl (xhat - m)))
+    (E.exp (R.fl (xhat - m)) - E.exp (x - m))
+  have e2 : expc (R.fl (xhat - m)) - E.exp (R.fl (xhat - m)) +
+      (E.exp (R.fl (xhat - m)) - E.exp (x - m)) = expc (R.fl (xhat - m)) - E.exp (x - m) := by
+    grind
+  rw [e2] at t
+  grind
 
-/-! ### Sums of nonnegative terms -/
-
-/-- A floating-point sum of nonnegative terms, any tree of depth `d` (`d u < 1`), is
-within a factor `1 + γ_d` of the exact sum. -/
-theorem STree.within_eval (R : Rounding α) {ι : Type} {f : ι → α} (hf : ∀ i, 0 ≤ f i) :
-    ∀ t : STree ι, ((t.depth : Nat) : α) * R.u < 1 →
-      Within (1 + gam R.u t.depth) (t.eval R.fl f) (t.sum f)
-  | .leaf i, _ => by
-    simp only [STree.eval, STree.sum, STree.depth]
-    have : gam R.u 0 = 0 := by simp [gam]; grind
-    rw [this]; exact Within.refl (by grind) (hf i)
-  | .node l r, hd => by
-    have hu := R.u_nonneg
-    simp only [STree.eval, STree.sum, STree.depth] at hd ⊢
-    generalize hdl : l.depth = dl at *
-    generalize hdr : r.depth = dr at *
-    have hmax : ((max dl dr : Nat) : α) * R.u < 1 := by
-      have := natCast_le_natCast (α := α) (Nat.le_succ (max dl dr))
-      have := OrderedRing.mul_le_mul_of_nonneg_right this hu; grind
-    have hdl' : (dl : α) * R.u < 1 := by
-      have := natCast_le_natCast (α := α) (Nat.le_max_left dl dr)
-      have := OrderedRing.mul_le_mul_of_nonneg_right this hu; grind
-    have hdr' : (dr : α) * R.u < 1 := by
-      have := natCast_le_natCast (α := α) (Nat.le_max_right dl dr)
-      have := OrderedRing.mul_le_mul_of_nonneg_right this hu; grind
-    have ihl := STree.within_eval R hf l (by rw [hdl]; exact hdl')
-    have ihr := STree.within_eval R hf r (by rw [hdr]; exact hdr')
-    rw [hdl] at ihl; rw [hdr] at ihr
-    have gl0 := gam_nonneg hu hdl'
-    have gr0 := gam_nonneg hu hdr'
-    have l0 := STree.sum_nonneg hf l
-    have r0 := STree.sum_nonneg hf r
-    have hml : 1 + gam R.u dl ≤ 1 + gam R.u (max dl dr) := by
-      have := gam_mono hu (Nat.le_max_left dl dr) hmax; grind
-    have hmr : 1 + gam R.u dr ≤ 1 + gam R.u (max dl dr) := by
-      have := gam_mono hu (Nat.le_max_right dl dr) hmax; grind
-    have ml := ihl.mono (by grind) hml l0
-    have mr := ihr.mono (by grind) hmr r0
-    have hs := ml.add mr
-    have g0 := gam_nonneg hu hmax
-    have hu1 : R.u < 1 := by
-      have := natCast_le_natCast (α := α) (Nat.le_add_left 1 (max dl dr))
-      have := OrderedRing.mul_le_mul_of_nonneg_right this hu; grind
-    have hab0 := hs.nonneg (by grind) (by grind)
-    have hr := R.within hu1 hab0
-    have ht := hr.trans (by have := gam_nonneg hu (n := 1) (by grind); grind) (by grind)
-      (by grind) hs
-    have hc := one_add_gam_mul_le (j := 1) (k := max dl dr) hu (by
-      have e : ((1 + max dl dr : Nat) : α) = ((max dl dr + 1 : Nat) : α) := by
-        rw [Nat.add_comm]
-      rw [e]; exact hd)
-    rw [Nat.add_comm] at hc
-    exact ht.mono (OrderedRing.mul_pos (by have := gam_nonneg hu (n := 1) (by grind); grind)
-      (by grind)) hc (by grind)
-
-/-- The same for a summation order of `n` terms: within `1 + γ_{n−1}`. -/
-theorem STree.within_eval_order (R : Rounding α) {n : Nat} {f : Fin n → α}
-    (hf : ∀ i, 0 ≤ f i) {t : STree (Fin n)} (ht : t.IsOrder α)
-    (hn : ((n - 1 : Nat) : α) * R.u < 1) :
-    Within (1 + gam R.u (n - 1)) (t.eval R.fl f) (finSum f) := by
-  have hle : t.depth ≤ n - 1 := by have := ht.depth_le; omega
-  have hd : (t.depth : α) * R.u < 1 := by
-    have := natCast_le_natCast (α := α) hle
-    have := OrderedRing.mul_le_mul_of_nonneg_right this R.u_nonneg; grind
-  have h := STree.within_eval R hf t hd
-  rw [ht f] at h
-  have g0 := gam_nonneg R.u_nonneg hd
-  exact h.mono (by grind) (by have := gam_mono R.u_nonneg hle hn; grind)
-    (finSum_nonneg hf)
-
-/-! ### Softmax weights -/
+/-! ### Quotients -/
 
 /-- The softmax of `x` as the quotient of shifted exponentials. -/
 theorem softmax_eq_div_shift (E : ExpMap α) {n : Nat} (x : Fin n → α) (m : α) (j : Fin n) :
@@ -218,74 +163,6 @@ theorem softmax_eq_div_shift (E : ExpMap α) {n : Nat} (x : Fin n → α) (m : �
   have e : ∀ l, x l + -m = x l - m := fun l => by grind
   simp only [e]
 
-/-- [fp_softmax] A softmax row in floating point: computed exponentials `ê_j` within a
-factor `c_e` of `exp(x_j − m)` (any shift `m`; `fp_softmax_exp_within` gives `c_e`), added
-in any order with unit round-off `u`, and each quotient `ê_j / ŝ` rounded; for `n` terms
-with `n u < 1`:
-`|fl(ê_j / ŝ) − softmax(x)_j| ≤ (c_e² (1 + γ_n) − 1) softmax(x)_j`. -/
-theorem fp_softmax {n : Nat} (E : ExpMap α) (R : Rounding α) (x : Fin n → α) (m : α)
-    (ehat : Fin n → α) {ce : α} (hce : 1 ≤ ce)
-    (he : ∀ j, Within ce (ehat j) (E.exp (x j - m))) (t : STree (Fin n)) (ht : t.IsOrder α)
-    (hn1 : 1 ≤ n) (hn : (n : α) * R.u < 1) (j : Fin n) :
-    absv (R.fl (ehat j / t.eval R.fl ehat) - softmax E x j) ≤
-      (ce * ce * (1 + gam R.u n) - 1) * softmax E x j := by
-  have hu := R.u_nonneg
-  have hce0 : 0 < ce := by grind
-  have hpred : ((n - 1 : Nat) : α) * R.u < 1 := by
-    have := natCast_le_natCast (α := α) (Nat.sub_le n 1)
-    have := OrderedRing.mul_le_mul_of_nonneg_right this hu; grind
-  have hu1 : R.u < 1 := by
-    have := natCast_le_natCast (α := α) hn1
-    have := OrderedRing.mul_le_mul_of_nonneg_right this hu; grind
-  have epos : ∀ l, 0 < E.exp (x l - m) := fun l => E.exp_pos _
-  have ehat0 : ∀ l, 0 ≤ ehat l := fun l => (he l).nonneg hce0 (le_of_lt' (epos l))
-  have hD : 0 < finSum (fun l => E.exp (x l - m)) := by
-    obtain ⟨k, hk⟩ : ∃ k, n = k + 1 := ⟨n - 1, by omega⟩
-    subst hk
-    rw [finSum_succ]
-    have := finSum_nonneg (fun l : Fin k => (le_of_lt' (epos l.castSucc)))
-    have := epos (Fin.last k); grind
-  -- ŝ within (1 + γ_{n−1}) c_e of the exact sum
-  have hs1 := STree.within_eval_order R ehat0 ht hpred
-  have hs2 := Within.finSum he
-  have g1 := gam_nonneg hu hpred
-  have hs := hs1.trans (by grind) hce0 (le_of_lt' hD) hs2
-  -- the quotient, then its rounding
-  have hq := (he j).div hce0 (OrderedRing.mul_pos (by grind) hce0) (le_of_lt' (epos j)) hD hs
-  have hq0 := hq.nonneg (OrderedRing.mul_pos hce0 (OrderedRing.mul_pos (by grind) hce0))
-    (by have := inv_pos_of_pos hD; have := epos j
-        simp only [Field.div_eq_mul_inv]; exact (le_of_lt' (OrderedRing.mul_pos (epos j) (inv_pos_of_pos hD))))
-  have hr := R.within hu1 hq0
-  have g10 := gam_nonneg hu (n := 1) (by grind)
-  have hall := hr.trans (by grind) (OrderedRing.mul_pos hce0 (OrderedRing.mul_pos (by grind) hce0))
-    (by simp only [Field.div_eq_mul_inv]; exact (le_of_lt' (OrderedRing.mul_pos (epos j) (inv_pos_of_pos hD)))) hq
-  rw [← softmax_eq_div_shift] at hall
-  -- (1 + γ₁) c_e (1 + γ_{n−1}) c_e ≤ c_e² (1 + γ_n)
-  have hg := one_add_gam_mul_le (j := 1) (k := n - 1) hu (by
-    have e : 1 + (n - 1) = n := by omega
-    rw [e]; exact hn)
-  have e1 : 1 + (n - 1) = n := by omega
-  rw [e1] at hg
-  have hcc : 0 ≤ ce * ce := OrderedRing.mul_nonneg (le_of_lt' hce0) (le_of_lt' hce0)
-  have hbig : (1 + gam R.u 1) * (ce * ((1 + gam R.u (n - 1)) * ce)) ≤
-      ce * ce * (1 + gam R.u n) := by
-    have := OrderedRing.mul_le_mul_of_nonneg_left hg hcc; grind
-  have hp0 : 0 ≤ softmax E x j := by
-    rw [softmax_eq_div_shift E x m j, Field.div_eq_mul_inv]
-    exact (le_of_lt' (OrderedRing.mul_pos (epos j) (inv_pos_of_pos hD)))
-  have hfin := hall.mono (OrderedRing.mul_pos (by grind)
-    (OrderedRing.mul_pos hce0 (OrderedRing.mul_pos (by grind) hce0))) hbig hp0
-  have gn := gam_nonneg hu hn
-  have hc1 : 1 ≤ ce * ce * (1 + gam R.u n) := by
-    have h1 : 1 ≤ ce * ce := by
-      have := OrderedRing.mul_le_mul_of_nonneg_right hce (by grind : (0 : α) ≤ ce); grind
-    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + gam R.u n)
-      (by grind : (0 : α) ≤ ce * ce)
-    grind
-  exact hfin.absv_sub_le hc1 hp0
-
-/-! ### Attention outputs -/
-
 /-- `|x d⁻¹| = |x| d⁻¹` for `d > 0`. -/
 theorem absv_mul_inv_of_pos {x d : α} (hd : 0 < d) : absv (x * d⁻¹) = absv x * d⁻¹ := by
   rw [absv_mul]
@@ -293,24 +170,34 @@ theorem absv_mul_inv_of_pos {x d : α} (hd : 0 < d) : absv (x * d⁻¹) = absv x
     have := inv_pos_of_pos hd; unfold absv; simp [(le_of_lt' this)]
   rw [this]
 
-/-- A perturbed ratio: `|N̂ − N| ≤ a A`, `|D̂ − D| ≤ b D` with `D > 0`, `|N| ≤ A`,
-`0 ≤ b < 1`: `|N̂/D̂ − N/D| ≤ (a + b)(1 − b)⁻¹ A D⁻¹`. -/
-theorem absv_div_sub_div_le {N N' D D' A a b : α} (hD : 0 < D) (hNA : absv N ≤ A)
-    (ha : 0 ≤ a) (hb0 : 0 ≤ b) (hb : b < 1) (hN : absv (N' - N) ≤ a * A)
-    (hD' : absv (D' - D) ≤ b * D) :
-    absv (N' / D' - N / D) ≤ (a + b) * (1 - b)⁻¹ * (A * D⁻¹) := by
+/-- A perturbed ratio: `|N̂ − N| ≤ a A + H_N`, `|D̂ − D| ≤ b D + H_D` with `D > 0`,
+`|N| ≤ A`, `D⁻¹ ≤ σ` and `β = b + H_D σ < 1`:
+`|N̂/D̂ − N/D| ≤ ((a + β)(A/D) + H_N σ)/(1 − β)`. -/
+theorem absv_div_sub_div_le {N N' D D' A a b HN HD σ : α} (hD : 0 < D) (hNA : absv N ≤ A)
+    (ha : 0 ≤ a) (hb0 : 0 ≤ b) (hHN : 0 ≤ HN) (hHD : 0 ≤ HD) (hσ : D⁻¹ ≤ σ)
+    (hlt : b + HD * σ < 1) (hN : absv (N' - N) ≤ a * A + HN)
+    (hD' : absv (D' - D) ≤ b * D + HD) :
+    absv (N' / D' - N / D) ≤
+      ((a + b + HD * σ) * (A * D⁻¹) + HN * σ) * (1 - b - HD * σ)⁻¹ := by
   obtain ⟨d1, d2⟩ := absv_le_iff.mp hD'
-  have hbD : 0 ≤ b * D := OrderedRing.mul_nonneg hb0 (le_of_lt' hD)
-  have hlow : (1 - b) * D ≤ D' := by grind
-  have hpos : 0 < (1 - b) * D := OrderedRing.mul_pos (by grind) hD
-  have hD'pos : 0 < D' := by grind
-  have hinv : D'⁻¹ ≤ ((1 - b) * D)⁻¹ := inv_le_inv_of_le hpos hlow
   have hDi := inv_pos_of_pos hD
-  have hD'i := inv_pos_of_pos hD'pos
+  have hDD : D * D⁻¹ = 1 := Field.mul_inv_cancel (by grind)
+  have hσD : 1 ≤ σ * D := by
+    have := OrderedRing.mul_le_mul_of_nonneg_right hσ (le_of_lt' hD); grind
+  have hHDσ : HD ≤ HD * σ * D := by
+    have := OrderedRing.mul_le_mul_of_nonneg_left hσD hHD; grind
   have hA : 0 ≤ A := Std.le_trans (absv_nonneg _) hNA
-  -- N̂/D̂ − N/D = (N̂ − N)/D̂ − (N/D)(D̂ − D)/D̂
+  generalize hβ : b + HD * σ = β at *
+  have e1m : 1 - b - HD * σ = 1 - β := by rw [← hβ]; grind
+  rw [e1m]
+  have hlow : (1 - β) * D ≤ D' := by
+    have : b * D + HD * σ * D = β * D := by rw [← hβ]; grind
+    grind
+  have hpos : 0 < (1 - β) * D := OrderedRing.mul_pos (by grind) hD
+  have hD'pos : 0 < D' := by grind
+  have hinv : D'⁻¹ ≤ ((1 - β) * D)⁻¹ := inv_le_inv_of_le hpos hlow
+  have hD'i := inv_pos_of_pos hD'pos
   have e : N' / D' - N / D = (N' - N) * D'⁻¹ - N * D⁻¹ * ((D' - D) * D'⁻¹) := by
-    have h1 : D * D⁻¹ = 1 := Field.mul_inv_cancel (by grind)
     have h2 : D' * D'⁻¹ = 1 := Field.mul_inv_cancel (by grind)
     simp only [Field.div_eq_mul_inv]; grind
   rw [e]
@@ -322,21 +209,97 @@ theorem absv_div_sub_div_le {N N' D D' A a b : α} (hD : 0 < D) (hNA : absv N �
   rw [e2] at t
   rw [absv_mul_inv_of_pos hD'pos] at t
   rw [absv_mul, absv_mul_inv_of_pos hD, absv_mul_inv_of_pos hD'pos] at t
-  -- the two terms
-  have t1 : absv (N' - N) * D'⁻¹ ≤ a * A * ((1 - b) * D)⁻¹ :=
-    mul_le_mul_of_le_of_le hN hinv (OrderedRing.mul_nonneg ha hA) (le_of_lt' hD'i)
+  have hNa : 0 ≤ a * A + HN := by have := OrderedRing.mul_nonneg ha hA; grind
+  have hDb : 0 ≤ b * D + HD := by have := OrderedRing.mul_nonneg hb0 (le_of_lt' hD); grind
+  have t1 : absv (N' - N) * D'⁻¹ ≤ (a * A + HN) * ((1 - β) * D)⁻¹ :=
+    mul_le_mul_of_le_of_le hN hinv hNa (le_of_lt' hD'i)
   have t2a : absv N * D⁻¹ ≤ A * D⁻¹ := OrderedRing.mul_le_mul_of_nonneg_right hNA (le_of_lt' hDi)
-  have t2b : absv (D' - D) * D'⁻¹ ≤ b * D * ((1 - b) * D)⁻¹ :=
-    mul_le_mul_of_le_of_le hD' hinv hbD (le_of_lt' hD'i)
+  have t2b : absv (D' - D) * D'⁻¹ ≤ (b * D + HD) * ((1 - β) * D)⁻¹ :=
+    mul_le_mul_of_le_of_le hD' hinv hDb (le_of_lt' hD'i)
   have t2 := mul_le_mul_of_le_of_le t2a t2b (OrderedRing.mul_nonneg hA (le_of_lt' hDi))
     (OrderedRing.mul_nonneg (absv_nonneg _) (le_of_lt' hD'i))
-  have eb : b * D * ((1 - b) * D)⁻¹ = b * (1 - b)⁻¹ := by
-    have h1 : D * D⁻¹ = 1 := Field.mul_inv_cancel (by grind)
+  have hbi := inv_pos_of_pos (a := 1 - β) (by grind)
+  -- the sum of the two bounds, rewritten
+  have ealg : (a * A + HN) * ((1 - β) * D)⁻¹ + A * D⁻¹ * ((b * D + HD) * ((1 - β) * D)⁻¹) =
+      ((a + b) * (A * D⁻¹) + HN * D⁻¹ + HD * D⁻¹ * (A * D⁻¹)) * (1 - β)⁻¹ := by
     rw [Field.inv_mul]; grind
-  have ea : a * A * ((1 - b) * D)⁻¹ = a * (1 - b)⁻¹ * (A * D⁻¹) := by
-    rw [Field.inv_mul]; grind
-  rw [eb] at t2; rw [ea] at t1
+  have m1 : HN * D⁻¹ ≤ HN * σ := OrderedRing.mul_le_mul_of_nonneg_left hσ hHN
+  have m2 : HD * D⁻¹ * (A * D⁻¹) ≤ HD * σ * (A * D⁻¹) :=
+    OrderedRing.mul_le_mul_of_nonneg_right (OrderedRing.mul_le_mul_of_nonneg_left hσ hHD)
+      (OrderedRing.mul_nonneg hA (le_of_lt' hDi))
+  have m3 : ((a + b) * (A * D⁻¹) + HN * D⁻¹ + HD * D⁻¹ * (A * D⁻¹)) * (1 - β)⁻¹ ≤
+      ((a + b) * (A * D⁻¹) + HN * σ + HD * σ * (A * D⁻¹)) * (1 - β)⁻¹ :=
+    OrderedRing.mul_le_mul_of_nonneg_right (by grind) (le_of_lt' hbi)
+  have efin : ((a + b) * (A * D⁻¹) + HN * σ + HD * σ * (A * D⁻¹)) * (1 - β)⁻¹ =
+      ((a + β) * (A * D⁻¹) + HN * σ) * (1 - β)⁻¹ := by rw [← hβ]; grind
   grind
+
+/-! ### Softmax weights -/
+
+/-- [fp_softmax] A softmax row in floating point, in the normalise-first order (the
+float64 reference): computed exponentials `ê_j` within `(c_e − 1) e_j + η_e` of
+`e_j = exp(x_j − m)` (`fp_softmax_exp`; any shift `m`), added in any order at `u`
+(`(n − 1) u < 1`), each quotient `ê_j / ŝ` rounded (`|ŷ − q| ≤ u_d |q| + η_d`). With
+`b = (1 + γ_{n−1}) c_e − 1`, `H = (1 + γ_{n−1}) n η_e`, `(Σ_l e_l)⁻¹ ≤ σ` and
+`β = b + H σ < 1`:
+`|ŷ − softmax(x)_j| ≤ (1 + u_d)((c_e − 1 + β) p_j + η_e σ)/(1 − β) + u_d p_j + η_d`,
+`p_j = softmax(x)_j`. -/
+theorem fp_softmax {n : Nat} (E : ExpMap α) (R : Rounding α) (x : Fin n → α) (m : α)
+    (ehat : Fin n → α) {ce ηe ud ηd σ b H : α} (hce : 1 ≤ ce) (hηe : 0 ≤ ηe) (hud : 0 ≤ ud)
+    (he : ∀ j, absv (ehat j - E.exp (x j - m)) ≤ (ce - 1) * E.exp (x j - m) + ηe)
+    (t : STree (Fin n)) (ht : t.IsOrder α) (hn1 : 1 ≤ n) (hn : ((n - 1 : Nat) : α) * R.u < 1)
+    (hb : b = (1 + gam R.u (n - 1)) * ce - 1) (hH : H = (1 + gam R.u (n - 1)) * ((n : α) * ηe))
+    (hσ : (finSum fun l => E.exp (x l - m))⁻¹ ≤ σ) (hlt : b + H * σ < 1) (j : Fin n) (y : α)
+    (hy : absv (y - ehat j / t.eval R.fl ehat) ≤ ud * absv (ehat j / t.eval R.fl ehat) + ηd) :
+    absv (y - softmax E x j) ≤
+      (1 + ud) * (((ce - 1 + b + H * σ) * softmax E x j + ηe * σ) * (1 - b - H * σ)⁻¹) +
+        ud * softmax E x j + ηd := by
+  have hu := R.u_nonneg
+  have g0 := gam_nonneg hu hn
+  have epos : ∀ l, 0 < E.exp (x l - m) := fun l => E.exp_pos _
+  have hD : 0 < finSum (fun l => E.exp (x l - m)) := by
+    obtain ⟨k, hk⟩ : ∃ k, n = k + 1 := ⟨n - 1, by omega⟩
+    subst hk
+    rw [finSum_succ]
+    have := finSum_nonneg (fun l : Fin k => le_of_lt' (epos l.castSucc))
+    have := epos (Fin.last k); grind
+  have hMD : ∀ l, absv (E.exp (x l - m)) ≤ E.exp (x l - m) := fun l => by
+    unfold absv; simp [le_of_lt' (epos l)]; grind
+  have hDen := fp_summation_perturbed R (by grind : (0 : α) ≤ ce - 1) (fun _ => hηe) hMD he t ht hn
+  rw [finSum_const] at hDen
+  have eb : (1 + gam R.u (n - 1)) * (1 + (ce - 1)) - 1 = b := by rw [hb]; grind
+  rw [eb, ← hH] at hDen
+  have hb0 : 0 ≤ b := by
+    rw [hb]; have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + gam R.u (n - 1))
+      (by grind : (0 : α) ≤ ce)
+    grind
+  have hH0 : 0 ≤ H := by
+    rw [hH]; have : (0 : α) ≤ n := OrderedRing.natCast_nonneg
+    exact OrderedRing.mul_nonneg (by grind) (OrderedRing.mul_nonneg this hηe)
+  have hNj : absv (ehat j - E.exp (x j - m)) ≤ (ce - 1) * E.exp (x j - m) + ηe := he j
+  have hr := absv_div_sub_div_le hD (hMD j) (by grind : (0 : α) ≤ ce - 1) hb0 hηe hH0 hσ hlt hNj
+    hDen
+  rw [← softmax_eq_div_shift E x m j] at hr
+  have hp0 : 0 ≤ softmax E x j := by
+    rw [softmax_eq_div_shift E x m j, Field.div_eq_mul_inv]
+    exact le_of_lt' (OrderedRing.mul_pos (epos j) (inv_pos_of_pos hD))
+  have ep : E.exp (x j - m) * (finSum fun l => E.exp (x l - m))⁻¹ = softmax E x j := by
+    rw [softmax_eq_div_shift E x m j, Field.div_eq_mul_inv]
+  rw [ep] at hr
+  generalize hQ : ehat j / t.eval R.fl ehat = Q at *
+  generalize hP : softmax E x j = P at *
+  generalize hr' : ((ce - 1 + b + H * σ) * P + ηe * σ) * (1 - b - H * σ)⁻¹ = r at hr
+  have hQb : absv Q ≤ P + r := by
+    have t := absv_add_le (Q - P) P
+    have e : Q - P + P = Q := by grind
+    rw [e, show absv P = P by unfold absv; simp [hp0]] at t; grind
+  have := OrderedRing.mul_le_mul_of_nonneg_left hQb hud
+  have t := absv_add_le (y - Q) (Q - P)
+  have e : y - Q + (Q - P) = y - P := by grind
+  rw [e] at t
+  grind
+
+/-! ### Attention outputs -/
 
 /-- The output row as the quotient of shifted sums. -/
 theorem softmax_output_eq (E : ExpMap α) {n : Nat} (x v : Fin n → α) (m : α) :
@@ -347,18 +310,23 @@ theorem softmax_output_eq (E : ExpMap α) {n : Nat} (x v : Fin n → α) (m : α
 
 /-- [fp_head_output] The attention output from accumulated numerator and denominator,
 whatever the algorithm (one pass, blocked, online with rescaling,
-`fp_head_output_rescale`): if `N̂` is within `a Σ_j exp(x_j − m)|v_j|` of
-`Σ_j exp(x_j − m) v_j`, `D̂` within `b Σ_j exp(x_j − m)` of `Σ_j exp(x_j − m)`
-(`0 ≤ b < 1`) and `ŷ` within `w |N̂/D̂|` of `N̂/D̂`, then
-`|ŷ − Σ_j softmax(x)_j v_j| ≤ ((1 + w)(1 + a)/(1 − b) − 1) Σ_j softmax(x)_j |v_j|`. -/
+`fp_head_output_rescale`): `N̂` within `a A + H_N` of `N = Σ_j e_j v_j`
+(`A = Σ_j e_j |v_j|`, `e_j = exp(x_j − m)`), `D̂` within `b D + H_D` of `D = Σ_j e_j`,
+`ŷ` within `w |N̂/D̂| + η_y` of `N̂/D̂`, `D⁻¹ ≤ σ`, `β = b + H_D σ < 1`; with
+`μ = Σ_j softmax(x)_j |v_j|` (`= A/D`):
+`|ŷ − Σ_j softmax(x)_j v_j| ≤ (1 + w)((a + β) μ + H_N σ)/(1 − β) + w μ + η_y`. -/
 theorem fp_head_output_of_bounds {n : Nat} (E : ExpMap α) (x v : Fin n → α) (m : α)
-    (hn1 : 1 ≤ n) {Nh Dh y a b w : α} (ha0 : 0 ≤ a) (hb0 : 0 ≤ b) (hb : b < 1) (hw : 0 ≤ w)
+    (hn1 : 1 ≤ n) {Nh Dh y a b w HN HD ηy σ : α} (ha0 : 0 ≤ a) (hb0 : 0 ≤ b) (hw : 0 ≤ w)
+    (hHN : 0 ≤ HN) (hHD : 0 ≤ HD) (hσ : (finSum fun l => E.exp (x l - m))⁻¹ ≤ σ)
+    (hlt : b + HD * σ < 1)
     (hNum : absv (Nh - finSum (fun j => E.exp (x j - m) * v j)) ≤
-      a * finSum (fun j => E.exp (x j - m) * absv (v j)))
-    (hDen : absv (Dh - finSum (fun j => E.exp (x j - m))) ≤ b * finSum (fun j => E.exp (x j - m)))
-    (hy : absv (y - Nh / Dh) ≤ w * absv (Nh / Dh)) :
+      a * finSum (fun j => E.exp (x j - m) * absv (v j)) + HN)
+    (hDen : absv (Dh - finSum (fun j => E.exp (x j - m))) ≤
+      b * finSum (fun j => E.exp (x j - m)) + HD)
+    (hy : absv (y - Nh / Dh) ≤ w * absv (Nh / Dh) + ηy) :
     absv (y - finSum (fun j => softmax E x j * v j)) ≤
-      ((1 + w) * (1 + a) * (1 - b)⁻¹ - 1) * finSum (fun j => softmax E x j * absv (v j)) := by
+      (1 + w) * (((a + b + HD * σ) * finSum (fun j => softmax E x j * absv (v j)) + HN * σ) *
+        (1 - b - HD * σ)⁻¹) + w * finSum (fun j => softmax E x j * absv (v j)) + ηy := by
   have epos : ∀ l, 0 < E.exp (x l - m) := fun l => E.exp_pos _
   have hD : 0 < finSum (fun l => E.exp (x l - m)) := by
     obtain ⟨k, hk⟩ : ∃ k, n = k + 1 := ⟨n - 1, by omega⟩
@@ -369,31 +337,18 @@ theorem fp_head_output_of_bounds {n : Nat} (E : ExpMap α) (x v : Fin n → α) 
   have hMN : ∀ j, absv (E.exp (x j - m) * v j) ≤ E.exp (x j - m) * absv (v j) := fun j => by
     rw [absv_mul, show absv (E.exp (x j - m)) = E.exp (x j - m) by
       unfold absv; simp [le_of_lt' (epos j)]]; grind
-  have hout : finSum (fun j => softmax E x j * v j) =
-      finSum (fun j => E.exp (x j - m) * v j) * (finSum fun l => E.exp (x l - m))⁻¹ :=
-    softmax_output_eq E x v m
-  have hmass : finSum (fun j => softmax E x j * absv (v j)) =
-      finSum (fun j => E.exp (x j - m) * absv (v j)) * (finSum fun l => E.exp (x l - m))⁻¹ :=
-    softmax_output_eq E x (fun j => absv (v j)) m
-  rw [hout, hmass]
+  rw [softmax_output_eq E x v m, softmax_output_eq E x (fun j => absv (v j)) m]
   generalize hDdef : finSum (fun l => E.exp (x l - m)) = D at *
   generalize hA : finSum (fun j => E.exp (x j - m) * absv (v j)) = A at *
   generalize hN : finSum (fun j => E.exp (x j - m) * v j) = N at *
   have hNA : absv N ≤ A := by
     rw [← hN, ← hA]
     exact Std.le_trans (absv_finSum_le _) (finSum_le_finSum hMN)
-  have hr := absv_div_sub_div_le hD hNA ha0 hb0 hb hNum hDen
+  have hr := absv_div_sub_div_le hD hNA ha0 hb0 hHN hHD hσ hlt hNum hDen
   generalize hQ : Nh / Dh = Q at *
-  have h2pos : 0 < 1 - b := by grind
-  have hi2 := inv_pos_of_pos h2pos
-  have hi2c : (1 - b) * (1 - b)⁻¹ = 1 := Field.mul_inv_cancel (by grind)
   have hDi := inv_pos_of_pos hD
-  have hAD : 0 ≤ A * D⁻¹ :=
-    OrderedRing.mul_nonneg (Std.le_trans (absv_nonneg N) hNA) (le_of_lt' hDi)
-  generalize hR : (a + b) * (1 - b)⁻¹ = r at hr
-  have hr0 : 0 ≤ r := by
-    rw [← hR]; exact OrderedRing.mul_nonneg (by grind) (le_of_lt' hi2)
-  have hQb : absv Q ≤ (1 + r) * (A * D⁻¹) := by
+  generalize hR : ((a + b + HD * σ) * (A * D⁻¹) + HN * σ) * (1 - b - HD * σ)⁻¹ = r at hr
+  have hQb : absv Q ≤ A * D⁻¹ + r := by
     have := absv_add_le (Q - N / D) (N / D)
     have e : Q - N / D + N / D = Q := by grind
     rw [e] at this
@@ -406,50 +361,59 @@ theorem fp_head_output_of_bounds {n : Nat} (E : ExpMap α) (x v : Fin n → α) 
   have e : y - Q + (Q - N / D) = y - N / D := by grind
   rw [e] at t
   simp only [Field.div_eq_mul_inv] at t hr
-  have hfin : (1 + w) * (1 + a) * (1 - b)⁻¹ - 1 = w * (1 + r) + r := by
-    rw [← hR]
-    have : 1 + a = (1 - b) + (a + b) := by grind
-    rw [this]; grind
-  rw [hfin]
   grind
 
-/-- [fp_head_output] One attention output in floating point, in the fused-kernel order:
-exponentials `ê_j` within `c_e` of `exp(x_j − m)`; numerator leaves `g_j` within
-`e_p |ê_j v_j|` of `ê_j v_j` (products, the rounding of `ê_j` to the input format);
-numerator `N̂` and denominator `D̂` accumulated in any order at `u` (`(n − 1) u < 1`);
-the result `ŷ` within `w |N̂/D̂|` of the quotient (division or reciprocal and product,
-output rounding). With `1 + a = c_e (1 + e_p)(1 + γ_{n−1})` and
-`b = c_e (1 + γ_{n−1}) − 1 < 1`:
-`|ŷ − Σ_j softmax(x)_j v_j| ≤ ((1 + w)(1 + a)/(1 − b) − 1) Σ_j softmax(x)_j |v_j|`. -/
+/-- [fp_head_output] One attention output in floating point, in the fused-kernel order
+(torch's CPU flash attention with one key block): exponentials `ê_j` within
+`(c_e − 1) e_j + η_e` of `e_j = exp(x_j − m)` (`fp_softmax_exp`); numerator leaves `g_j`
+within `e_p |ê_j v_j| + η_g j` of `ê_j v_j` (the product, the rounding of `ê_j` to the input
+format before `p V`, their underflow); numerator `N̂` and denominator `D̂ = Σ ê_j`
+accumulated in any order at `u` (`(n − 1) u < 1`); `ŷ` within `w |N̂/D̂| + η_y` of the
+quotient. With `a = (1 + γ_{n−1}) c_e (1 + e_p) − 1`, `b = (1 + γ_{n−1}) c_e − 1`,
+`H_N = (1 + γ_{n−1}) Σ_j ((1 + e_p) η_e |v_j| + η_g j)`, `H_D = (1 + γ_{n−1}) n η_e`,
+`(Σ e)⁻¹ ≤ σ`, `β = b + H_D σ < 1`, `μ = Σ_j softmax(x)_j |v_j|`:
+`|ŷ − Σ_j softmax(x)_j v_j| ≤ (1 + w)((a + β) μ + H_N σ)/(1 − β) + w μ + η_y`. -/
 theorem fp_head_output {n : Nat} (E : ExpMap α) (R : Rounding α) (x v : Fin n → α) (m : α)
-    (ehat : Fin n → α) {ce ep w : α} (hce : 1 ≤ ce) (hep : 0 ≤ ep) (hw : 0 ≤ w)
-    (he : ∀ j, Within ce (ehat j) (E.exp (x j - m))) (g : Fin n → α)
-    (hg : ∀ j, absv (g j - ehat j * v j) ≤ ep * absv (ehat j * v j))
+    (ehat g ηg : Fin n → α) {ce ηe ep w ηy σ a b HN HD : α} (hce : 1 ≤ ce) (hηe : 0 ≤ ηe)
+    (hep : 0 ≤ ep) (hw : 0 ≤ w) (hηg : ∀ j, 0 ≤ ηg j)
+    (he : ∀ j, absv (ehat j - E.exp (x j - m)) ≤ (ce - 1) * E.exp (x j - m) + ηe)
+    (hg : ∀ j, absv (g j - ehat j * v j) ≤ ep * absv (ehat j * v j) + ηg j)
     (tn td : STree (Fin n)) (htn : tn.IsOrder α) (htd : td.IsOrder α) (hn1 : 1 ≤ n)
-    (hn : ((n - 1 : Nat) : α) * R.u < 1) (hb : ce * (1 + gam R.u (n - 1)) < 2) (y : α)
+    (hn : ((n - 1 : Nat) : α) * R.u < 1)
+    (ha : a = (1 + gam R.u (n - 1)) * (ce * (1 + ep)) - 1)
+    (hb : b = (1 + gam R.u (n - 1)) * ce - 1)
+    (hHN : HN = (1 + gam R.u (n - 1)) *
+      finSum (fun j => (1 + ep) * ηe * absv (v j) + ηg j))
+    (hHD : HD = (1 + gam R.u (n - 1)) * ((n : α) * ηe))
+    (hσ : (finSum fun l => E.exp (x l - m))⁻¹ ≤ σ) (hlt : b + HD * σ < 1) (y : α)
     (hy : absv (y - tn.eval R.fl g / td.eval R.fl ehat) ≤
-      w * absv (tn.eval R.fl g / td.eval R.fl ehat)) :
+      w * absv (tn.eval R.fl g / td.eval R.fl ehat) + ηy) :
     absv (y - finSum (fun j => softmax E x j * v j)) ≤
-      ((1 + w) * (ce * (1 + ep) * (1 + gam R.u (n - 1))) *
-        (2 - ce * (1 + gam R.u (n - 1)))⁻¹ - 1) *
-        finSum (fun j => softmax E x j * absv (v j)) := by
+      (1 + w) * (((a + b + HD * σ) * finSum (fun j => softmax E x j * absv (v j)) + HN * σ) *
+        (1 - b - HD * σ)⁻¹) + w * finSum (fun j => softmax E x j * absv (v j)) + ηy := by
   have hu := R.u_nonneg
   have hce0 : 0 < ce := by grind
   have g0 := gam_nonneg hu hn
   have epos : ∀ l, 0 < E.exp (x l - m) := fun l => E.exp_pos _
   -- numerator leaves
   have leafN : ∀ j, absv (g j - E.exp (x j - m) * v j) ≤
-      (ce * (1 + ep) - 1) * (E.exp (x j - m) * absv (v j)) := fun j => by
-    have w1 := (he j).absv_sub_le hce (le_of_lt' (epos j))
-    have eh0 := (he j).nonneg hce0 (le_of_lt' (epos j))
-    have up := (he j).2
+      (ce * (1 + ep) - 1) * (E.exp (x j - m) * absv (v j)) +
+        ((1 + ep) * ηe * absv (v j) + ηg j) := fun j => by
+    have w1 := he j
+    have habs : absv (ehat j) ≤ ce * E.exp (x j - m) + ηe := by
+      have t := absv_add_le (ehat j - E.exp (x j - m)) (E.exp (x j - m))
+      have e : ehat j - E.exp (x j - m) + E.exp (x j - m) = ehat j := by grind
+      rw [e, show absv (E.exp (x j - m)) = E.exp (x j - m) by
+        unfold absv; simp [le_of_lt' (epos j)]] at t
+      grind
     have h1 := hg j
-    rw [absv_mul, show absv (ehat j) = ehat j by unfold absv; simp [eh0]] at h1
-    have p1 : ep * (ehat j * absv (v j)) ≤ ep * (ce * E.exp (x j - m) * absv (v j)) :=
+    rw [absv_mul] at h1
+    have p1 : ep * (absv (ehat j) * absv (v j)) ≤
+        ep * ((ce * E.exp (x j - m) + ηe) * absv (v j)) :=
       OrderedRing.mul_le_mul_of_nonneg_left
-        (OrderedRing.mul_le_mul_of_nonneg_right up (absv_nonneg _)) hep
+        (OrderedRing.mul_le_mul_of_nonneg_right habs (absv_nonneg _)) hep
     have p2 : absv ((ehat j - E.exp (x j - m)) * v j) ≤
-        (ce - 1) * E.exp (x j - m) * absv (v j) := by
+        ((ce - 1) * E.exp (x j - m) + ηe) * absv (v j) := by
       rw [absv_mul]; exact OrderedRing.mul_le_mul_of_nonneg_right w1 (absv_nonneg _)
     have t := absv_add_le (g j - ehat j * v j) ((ehat j - E.exp (x j - m)) * v j)
     have e : g j - ehat j * v j + (ehat j - E.exp (x j - m)) * v j =
@@ -461,31 +425,36 @@ theorem fp_head_output {n : Nat} (E : ExpMap α) (R : Rounding α) (x v : Fin n 
   have hea : 0 ≤ ce * (1 + ep) - 1 := by
     have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + ep) (le_of_lt' hce0)
     grind
-  have hNum := fp_summation_perturbed R hea hMN leafN tn htn hn
+  have hηN : ∀ j, 0 ≤ (1 + ep) * ηe * absv (v j) + ηg j := fun j => by
+    have := OrderedRing.mul_nonneg (OrderedRing.mul_nonneg (by grind : (0 : α) ≤ 1 + ep) hηe)
+      (absv_nonneg (v j))
+    have := hηg j; grind
+  have hNum := fp_summation_perturbed R hea hηN hMN leafN tn htn hn
   -- denominator leaves
-  have leafD : ∀ j, absv (ehat j - E.exp (x j - m)) ≤ (ce - 1) * E.exp (x j - m) := fun j =>
-    (he j).absv_sub_le hce (le_of_lt' (epos j))
   have hMD : ∀ j, absv (E.exp (x j - m)) ≤ E.exp (x j - m) := fun j => by
     unfold absv; simp [le_of_lt' (epos j)]; grind
-  have hDen := fp_summation_perturbed R (by grind : (0 : α) ≤ ce - 1) hMD leafD td htd hn
-  generalize hγ : gam R.u (n - 1) = γ at *
-  have ea : (1 + γ) * (1 + (ce * (1 + ep) - 1)) - 1 = ce * (1 + ep) * (1 + γ) - 1 := by grind
-  have eb : (1 + γ) * (1 + (ce - 1)) - 1 = ce * (1 + γ) - 1 := by grind
-  rw [ea] at hNum; rw [eb] at hDen
-  have ha0 : 0 ≤ ce * (1 + ep) * (1 + γ) - 1 := by
-    have := OrderedRing.mul_le_mul_of_nonneg_right (by grind : (1 : α) ≤ ce * (1 + ep))
-      (by grind : (0 : α) ≤ 1 + γ)
-    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + γ)
+  have hDen := fp_summation_perturbed R (by grind : (0 : α) ≤ ce - 1) (fun _ => hηe) hMD he
+    td htd hn
+  rw [finSum_const] at hDen
+  have ea' : (1 + gam R.u (n - 1)) * (1 + (ce * (1 + ep) - 1)) - 1 = a := by rw [ha]; grind
+  have eb' : (1 + gam R.u (n - 1)) * (1 + (ce - 1)) - 1 = b := by rw [hb]; grind
+  rw [ea', ← hHN] at hNum; rw [eb', ← hHD] at hDen
+  have ha0 : 0 ≤ a := by
+    rw [ha]
+    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + gam R.u (n - 1))
       (by grind : (0 : α) ≤ ce * (1 + ep))
     grind
-  have hb0 : 0 ≤ ce * (1 + γ) - 1 := by
-    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + γ) (le_of_lt' hce0)
+  have hb0 : 0 ≤ b := by
+    rw [hb]
+    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : (1 : α) ≤ 1 + gam R.u (n - 1))
+      (le_of_lt' hce0)
     grind
-  have h := fp_head_output_of_bounds E x v m hn1 ha0 hb0 (by grind) hw hNum hDen hy
-  have e1 : 1 - (ce * (1 + γ) - 1) = 2 - ce * (1 + γ) := by grind
-  have e2 : 1 + (ce * (1 + ep) * (1 + γ) - 1) = ce * (1 + ep) * (1 + γ) := by grind
-  rw [e1, e2] at h
-  exact h
+  have hHN0 : 0 ≤ HN := by
+    rw [hHN]; exact OrderedRing.mul_nonneg (by grind) (finSum_nonneg hηN)
+  have hHD0 : 0 ≤ HD := by
+    rw [hHD]; have : (0 : α) ≤ n := OrderedRing.natCast_nonneg
+    exact OrderedRing.mul_nonneg (by grind) (OrderedRing.mul_nonneg this hηe)
+  exact fp_head_output_of_bounds E x v m hn1 ha0 hb0 hw hHN0 hHD0 hσ hlt hNum hDen hy
 
 end Pldr
 
