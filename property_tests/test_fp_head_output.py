@@ -33,7 +33,6 @@ from pyverify.testing.strategies import arrays, examples
 pytestmark = pytest.mark.theorem("fp_head_output")
 
 
-
 def _case(data, impl):
     dk = data.draw(st.sampled_from([2, 4, 8]), label="dk")
     s = data.draw(st.integers(1, 8), label="S")

@@ -100,7 +100,7 @@ def fp_dot_product(abs_prod_sum, n: int, u: float, eta_sum=0.0):
 
 
 def fp_matmul(abs_a, abs_b, u: float, eta: float = 0.0):
-    """``[fp_matmul]`` ``Pldr.fp_matmul``: ``|C^ - AB| <= gamma_n |A||B| + (1 + gamma_{n-1}) n eta``.
+    """``[fp_matmul]`` ``Pldr.fp_matmul``: ``|C^ - AB| <= gamma_n |A||B| + (1+gamma_{n-1}) n eta``.
 
     ``abs_a`` (m, n) and ``abs_b`` (n, p) are ``|A|`` and ``|B|``; every entry may use its
     own summation order.
