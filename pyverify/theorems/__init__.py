@@ -31,7 +31,7 @@ SUMMARIES: dict[str, str] = {
     "fp_matmul": "Every entry of a floating-point matrix product is within gamma_n (|A| |B|).",
     "fp_mixed_precision": "Rounded inputs, wide accumulation, rounded output: a product of (1+u).",
     "fp_softmax": "Computed softmax weights (shift, exp of error u_exp, sum, quotient): bounded.",
-    "fp_head_scores": "Computed scores Q G K^T / sqrt(dk) are bounded; the metric error is an input.",
+    "fp_head_scores": "Computed scores Q G K^T / sqrt(dk) are bounded, the metric error an input.",
     "fp_head_output": "Computed attention outputs (fused or normalise-first) are bounded.",
     "fp_elementwise": "An entrywise stage on a perturbed input: (1 + r) L d + r |f| + eta.",
 }
