@@ -30,8 +30,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pyverify.reference import PLGAParams
 from pyverify.fp_models import LIB_ACCURACY
+from pyverify.reference import PLGAParams
 from pyverify.testing.impls import FLOAT, impl_ids
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 

@@ -42,8 +42,8 @@ from pyverify.conformance.subject import not_applicable
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh
-from pyverify.testing.layernorm_bounds import layer_norm_bound
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
+from pyverify.testing.layernorm_bounds import layer_norm_bound
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("layernorm_invariance")

@@ -22,17 +22,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pyverify.kernels as kern
+from pyverify.fp_models import LIB_ACCURACY
 from pyverify.reference import PLGAParams, PowerLawOverflowError
 from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh
-from pyverify.fp_models import LIB_ACCURACY
 from pyverify.testing.bounds import (
     density_bound,
     energy_bound,
     metric_tensor_bound,
     power_law_bound,
 )
-from pyverify.testing.layernorm_bounds import metric_learner_bound
 from pyverify.testing.impls import (
     ALL,
     REFERENCE,
@@ -41,6 +40,7 @@ from pyverify.testing.impls import (
     kernels,
     params_as_used,
 )
+from pyverify.testing.layernorm_bounds import metric_learner_bound
 from pyverify.testing.strategies import (
     arrays,
     examples,

@@ -35,14 +35,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from pyverify.fp_models import linear_stage_bound, power_stage_bound
 from pyverify.reference import PLGAParams
 from pyverify.reference import numpy_head as nh
-from pyverify.fp_models import linear_stage_bound, power_stage_bound
 from pyverify.testing.bounds import metric_tensor_bound
-from pyverify.testing.fp import arith
-from pyverify.testing.layernorm_bounds import metric_learner_bound
 from pyverify.testing.exact import from_numpy
+from pyverify.testing.fp import arith
 from pyverify.testing.impls import ALL, FLOAT, impl_ids, params_as_used
+from pyverify.testing.layernorm_bounds import metric_learner_bound
 from pyverify.testing.strategies import arrays, examples, fractions, head_params, seeds
 
 pytestmark = pytest.mark.theorem("rank_one_generator")

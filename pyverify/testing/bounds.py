@@ -20,9 +20,11 @@ import numpy as np
 from pyverify.fp_bounds import EVAL_SLACK, UNDERFLOW, fp_matmul
 from pyverify.fp_models import (
     linear_stage_bound,
-    metric_tensor_bound as _metric_tensor_bound,
     power_stage_bound,
     softmax_bound,
+)
+from pyverify.fp_models import (
+    metric_tensor_bound as _metric_tensor_bound,
 )
 from pyverify.testing.fp import arith
 
@@ -57,8 +59,10 @@ def density_bound(impl: Impl, q) -> np.ndarray:
 
 
 def metric_tensor_bound(impl: Impl, A, params: PLGAParams) -> np.ndarray:
-    """``[fp_mixed_precision]`` + ``[fp_elementwise]``: ``A_LM = iSwiGLU(W A + b) + eps``
-    from an exact ``A`` (the stage applied to the implementation's own ``A``)."""
+    """``[fp_mixed_precision]``, ``[fp_elementwise]``: ``A_LM`` from an exact ``A``.
+
+    ``A_LM = iSwiGLU(W A + b) + eps``, the stage applied to the implementation's own ``A``.
+    """
     ar = arith(impl)
     A = np.asarray(A, dtype=np.float64)
     dz = linear_stage_bound(ar, params.W, A, params.b)
