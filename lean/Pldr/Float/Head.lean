@@ -8,29 +8,33 @@ public import Pldr.Float.Softmax
 
 * `[fp_head_scores]`: the scores `τ Q G Kᵀ` computed from a metric `Ĝ` that is itself
   off by at most `δG` entrywise (the metric pipeline's error, an input bound): the query
-  product `X ≈ Q Ĝ` within `e₁ (|Q| |Ĝ|)`, the score product `≈ X Kᵀ` within
-  `e₂ (|X| |K|ᵀ)` (both from `fp_mixed_precision`), the scale `τ̂` within `u_τ |τ|` and
-  the scaled score rounded at `u_s`:
-  `|Ê − τ Q G Kᵀ| ≤ |τ| (((1 + u_s)(1 + u_τ)(1 + e₁)(1 + e₂) − 1)(|Q| |Ĝ| |K|ᵀ) + |Q| δG |K|ᵀ)`.
-  `Q` has `S` rows and `K` has `T` (decoding: `T ≥ S`); for `T = S` the exact side is
-  `scores τ Q G K` of `Pldr.Attention`.
-* `[fp_head_output]`: the online-softmax step (`fp_head_output_rescale`): an accumulator
+  product `X ≈ Q Ĝ` within `e₁ (|Q| |Ĝ|) + h₁`, the score product `≈ X Kᵀ` within
+  `e₂ (|X| |K|ᵀ) + h₂` (both from `fp_mixed_precision`; `h` the underflow parts), the
+  scale `τ̂` within `u_τ |τ|` and the scaled score rounded at `u_s` (underflow `η_s`); with
+  `C = (1 + u_s)(1 + u_τ)`: `|Ê − τ Q G Kᵀ| ≤ |τ| ((C (1 + e₁)(1 + e₂) − 1)(|Q| |Ĝ| |K|ᵀ)
+  + C ((1 + e₂) h₁ |K|ᵀ + h₂) + |Q| δG |K|ᵀ) + η_s`. `Q` has `S` rows and `K` has `T`
+  (decoding: `T ≥ S`); for `T = S` the exact side is `scores τ Q G K` of `Pldr.Attention`.
+* `[fp_head_output]` `fp_head_output_normalized`, the normalise-first order (the float64
+  reference): weights within `ρ p_j + η_p` of the softmax (`fp_softmax`), the products and
+  a sum in any order, the result rounded:
+  `((1 + w)(1 + γ_{n−1})(1 + e_p)(1 + ρ) − 1) μ + (1 + w)(1 + γ_{n−1}) H + η_y`.
+  `fp_head_output_rescale`, the online-softmax step of blocked kernels: an accumulator
   of `Σ exp(x_j − m₁) v_j` with relative bound `a₁`, multiplied by a computed
   `exp(m₁ − m₂)` within `c_α` and rounded (`r`), accumulates `Σ exp(x_j − m₂) v_j` with
-  bound `(1 + r) c_α (1 + a₁) − 1`; blocked kernels add the next block's terms to it as
-  one more leaf of a sum (`fp_summation_perturbed`). The normalise-first order
-  (`fp_head_output_normalized`): weights within `ρ` of the softmax (`fp_softmax`), the
-  products and a sum in any order, the result rounded.
+  bound `(1 + r) c_α (1 + a₁) − 1` (no underflow term: for rescaling factors in the normal
+  range); blocked kernels add the next block's terms to it as one more leaf of a sum
+  (`fp_summation_perturbed`). The Python side uses it nowhere yet: torch's CPU flash
+  kernel takes 512 keys per block, and `pyverify.fp_models` refuses more keys.
 * `[fp_mixed_precision]` with a perturbed input (`fp_mixed_precision_propagated`): a
-  pipeline stage `Σ_j a_j x_j` evaluated on a computed input `x̂` (off by `d_j`) is off by
-  its own rounding bound plus `Σ_j |a_j| d_j`.
+  pipeline stage `Σ_j a_j x_j` evaluated on a computed input `x̂` (off by `d_j`) within `B`
+  of `Σ_j a_j x̂_j` is off by `B + Σ_j |a_j| d_j`.
 * `[fp_elementwise]`: an entrywise stage `f` (iSwiGLU, the power law) evaluated by a
-  routine of relative error `r` on an input off by `d`, with `|f x̂ − f x| ≤ L |x̂ − x|` on
-  the segment (a Lipschitz bound, an analytic fact of the real function supplied as a
-  hypothesis): `|f̂(x̂) − f(x)| ≤ (1 + r) L d + r |f x|`.
+  routine of relative error `r` and absolute error `η_f` on an input off by `d`, with
+  `|f x̂ − f x| ≤ L |x̂ − x|` on the segment (a Lipschitz bound, an analytic fact of the
+  real function supplied as a hypothesis): `|f̂(x̂) − f(x)| ≤ (1 + r) L d + r |f x| + η_f`.
 
-The floating-point model and its limits are those of `Pldr.Float.Model`. There are no
-unproved assumptions.
+The floating-point model is that of `Pldr.Float.Model`. There are no unproved
+assumptions.
 -/
 
 public noncomputable section

@@ -24,12 +24,15 @@ Numerical Algorithms*, §2.2), over any ordered field `α`:
 * The product lemma (`fp_prod_gamma`): `∏ᵢ (1 + δᵢ) = 1 + θₙ` with `|θₙ| ≤ γₙ` when every
   `|δᵢ| ≤ u` and `n u < 1`.
 
-What the model leaves out, stated once for every `Pldr.Float` module: underflow and
-overflow. `|fl x − x| ≤ u |x|` holds for IEEE rounding to nearest in the normal range;
-a result below the smallest normal number has an absolute error up to half the
-smallest subnormal spacing, which this model does not admit (no underflow term is
-needed for the data the suite checks: see `pyverify/fp_bounds.py`, which checks the
-magnitudes). Overflow is outside the model. There are no unproved assumptions.
+Underflow and overflow, for every `Pldr.Float` module: `|fl x − x| ≤ u |x|` holds for
+IEEE rounding to nearest in the normal range. Below it, a product, quotient,
+exponential or conversion to a narrower format has an absolute error up to half the
+smallest subnormal spacing `η`; the theorems of `Pldr.Float.Sum`, `.Softmax` and `.Head`
+carry such absolute terms in their hypotheses on the rounded quantities (the leaves, the
+exponentials, the quotients, the outputs), while a `Rounding` (`fl`) is used only for the
+partial sums of a summation tree, which need none: the exact sum of two floating-point
+numbers that lies below the normal range is representable (gradual underflow). Overflow
+is outside the model. There are no unproved assumptions.
 -/
 
 public noncomputable section

@@ -10,35 +10,37 @@ The row softmax as kernels compute it: shift the scores by a number `m` (the row
 in practice; any number works, `softmax_shift`), evaluate `exp` on the rounded
 differences with a library exponential of relative error `u_exp`, add the exponentials in
 any order, divide. The exponential is the library's `ExpMap` (the abstract `exp`); the
-*computed* exponentials enter as numbers within a factor `c_e` of the exact ones
-(`Within`, `Pldr.Float.Model`), and `fp_softmax_exp_within` supplies that factor from the
+*computed* exponentials `ê_j` enter through `|ê_j − e_j| ≤ (c_e − 1) e_j + η_e`
+(`e_j = exp(x_j − m)`; `η_e` the absolute error below the normal range, where a library
+exponential returns `0` or a subnormal), and `fp_softmax_exp` supplies `c_e` from the
 three sources of error: the score's own error `Δ`, the rounding of `x − m`, and `u_exp`.
 That step needs one analytic law of the exponential beyond `ExpMap`,
 `ExpMap.AddOneLe : y + 1 ≤ exp y` (`Real.add_one_le_exp`); over `Rat` no `ExpMap`
 satisfies it (every `ExpMap Rat` is `≡ 1`, `ExpMap.eq_one_of_rat`), so its intended
 model is `Real.exp`, outside core Lean.
 
-* `fp_softmax_exp_within`: `|x̂ − x| ≤ Δ`, `|x̂ − m| ≤ M`, `a = Δ + u M < 1`, a computed
-  exponential `ê(z)` with `|ê(z) − exp z| ≤ u_exp exp z`: `ê(fl(x̂ − m))` is within
-  `1/((1 − u_exp)(1 − a))` of `exp(x − m)`.
-* `[fp_softmax]`: each computed weight `fl(ê_j / ŝ)` (`ŝ` the computed sum in any order)
-  is within relative error `c_e² (1 + γ_n) − 1` of `softmax(x)_j`.
-* `absv_div_sub_div_le`: a ratio `N̂/D̂` with `|N̂ − N| ≤ a A`, `|D̂ − D| ≤ b D`,
-  `|N| ≤ A`, `b < 1`: `|N̂/D̂ − N/D| ≤ (a + b)/(1 − b) · A/D`.
-* `[fp_head_output]`: one attention output `Σ_j softmax(x)_j v_j` computed as a fused
-  kernel does (the numerator `Σ ê_j v_j` and the denominator `Σ ê_j` accumulated in any
-  order, the products and a rounding of the weights to the input format inside a
-  per-term relative error `e_p`, the quotient and the final roundings inside `w`):
-  `|ŷ − Σ p_j v_j| ≤ ((1 + w)(1 + a)/(1 − b) − 1) Σ p_j |v_j|` with
-  `1 + a = c_e (1 + e_p)(1 + γ_{n−1})`, `b = c_e (1 + γ_{n−1}) − 1 < 1`
-  (`fp_head_output`), from the general statement for any accumulation with relative
-  bounds `a`, `b` (`fp_head_output_of_bounds`). The normalise-first order (weights, then
-  `p V`) and the online-softmax step of blocked kernels are in `Pldr.Float.Head`.
+* `[fp_softmax]` `fp_softmax_exp`: `|x̂ − x| ≤ Δ`, `|x̂ − m| ≤ M`, `a = Δ + u M < 1`, a
+  computed exponential with `|ê(z) − exp z| ≤ u_exp exp z + η_e`:
+  `|ê(fl(x̂ − m)) − exp(x − m)| ≤ ((1 − a)⁻¹ (1 + u_exp) − 1) exp(x − m) + η_e`.
+* `absv_div_sub_div_le`: a ratio with `|N̂ − N| ≤ a A + H_N`, `|D̂ − D| ≤ b D + H_D`,
+  `|N| ≤ A`, `D⁻¹ ≤ σ`, `β = b + H_D σ < 1`:
+  `|N̂/D̂ − N/D| ≤ ((a + β) A/D + H_N σ)/(1 − β)`.
+* `[fp_softmax]` `fp_softmax`: each computed weight `fl(ê_j / ŝ)` (`ŝ` the computed sum
+  in any order, the quotient rounded at `u_d` with underflow `η_d`):
+  `|p̂_j − p_j| ≤ (1 + u_d)((c_e − 1 + β) p_j + η_e σ)/(1 − β) + u_d p_j + η_d`,
+  `β = (1 + γ_{n−1}) c_e − 1 + (1 + γ_{n−1}) n η_e σ`, `(Σ e)⁻¹ ≤ σ`.
+* `[fp_head_output]` `fp_head_output_of_bounds`: the output `Σ_j softmax(x)_j v_j` from
+  any accumulated numerator and denominator with those bounds, the quotient and final
+  roundings within `w |·| + η_y`: `≤ (1 + w)((a + β) μ + H_N σ)/(1 − β) + w μ + η_y`,
+  `μ = Σ_j softmax(x)_j |v_j|`; `fp_head_output` the fused kernel (numerator and
+  denominator sums in any order, products and the rounding of `ê_j` to the input format
+  inside a per-term `e_p`). The normalise-first order (weights, then `p V`) and the
+  online-softmax step of blocked kernels are in `Pldr.Float.Head`.
 
 Masking: a masked entry is an exact `0` on both sides (its exponential underflows to `0`),
 so a masked row is the row of its allowed entries; the statements are for unmasked rows.
-The floating-point model and its limits are those of `Pldr.Float.Model`. There are no
-unproved assumptions.
+The floating-point model is that of `Pldr.Float.Model`. There are no unproved
+assumptions.
 -/
 
 public noncomputable section

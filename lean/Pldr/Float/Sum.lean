@@ -18,18 +18,25 @@ kernel may mix the two. `STree.IsOrder` says that a tree over `Fin n` adds every
 exactly once (its sum is `finSum`); such a tree has depth at most `n − 1`.
 
 * `STree.absv_eval_sub_sum_le`: the general statement, for perturbed leaves: if each leaf
-  `g i` is within `e · M i` of the term `f i` (`|f i| ≤ M i`), the computed sum is within
-  `((1 + γ_d)(1 + e) − 1) · Σ M` of the exact one, `d` the depth.
-* `[fp_summation]`: any order of `n` terms: `|ŝ − Σ f| ≤ γ_{n−1} Σ |f|`.
-* `[fp_dot_product]`: `|â·b̂ − a·b| ≤ γ_n Σ |a_i b_i|`, products rounded or fused.
-* `[fp_matmul]`: entrywise `|Ĉ − A B| ≤ γ_n |A| |B|`, each entry by its own tree.
-* `[fp_mixed_precision]`: inputs rounded at `u_a`, `u_b` (e.g. float64 data to bfloat16),
-  products and sums at `u_acc` (float32 accumulation), the result rounded at `u_out`:
-  `|ŷ − Σ a b| ≤ ((1 + u_out)(1 + u_a)(1 + u_b)(1 + γ_n(u_acc)) − 1) Σ |a_i b_i|`; and
-  the matrix form. A bias is one more term (`c · 1`).
+  `g i` is within `e · M i + η i` of the term `f i` (`|f i| ≤ M i`; `η i ≥ 0` an absolute
+  part, a product that underflowed), the computed sum is within
+  `((1 + γ_d)(1 + e) − 1) · Σ M + (1 + γ_d) · Σ η` of the exact one, `d` the depth. The
+  nodes carry no absolute part: the exact sum of two floating-point numbers that lies
+  below the normal range is representable (IEEE gradual underflow), so it is not rounded.
+* `[fp_summation]`: any order of `n` terms: `|ŝ − Σ f| ≤ γ_{n−1} Σ |f|`; with perturbed
+  leaves `fp_summation_perturbed`.
+* `[fp_dot_product]`: `|â·b − a·b| ≤ γ_n Σ |aᵢ| |bᵢ| + (1 + γ_{n−1}) Σ ηᵢ`, products
+  rounded (underflow `ηᵢ`) or fused.
+* `[fp_matmul]`: entrywise `|Ĉ − A B| ≤ γ_n |A| |B| + (1 + γ_{n−1}) Σ η`, each entry by
+  its own tree.
+* `[fp_mixed_precision]`: inputs rounded at `u_a`, `u_b` (e.g. float64 data to bfloat16,
+  in its normal range), products and sums at `u_acc` (float32 accumulation), the result
+  rounded at `u_out` (underflow `η_out`):
+  `|ŷ − Σ a b| ≤ ((1 + u_out)(1 + u_a)(1 + u_b)(1 + γ_n(u_acc)) − 1) Σ |aᵢ| |bᵢ|
+  + (1 + u_out)(1 + γ_{n−1}) Σ ηᵢ + η_out`; and the matrix form. A bias is one more term
+  (`c · 1`).
 
-The floating-point model and its limits (no underflow, no overflow) are those of
-`Pldr.Float.Model`. There are no unproved assumptions.
+The floating-point model is that of `Pldr.Float.Model`; overflow is outside it. There are no unproved assumptions.
 -/
 
 public noncomputable section
