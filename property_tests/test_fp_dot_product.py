@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp_bounds import UNDERFLOW, fp_dot_product
+from pyverify.fp.formulas import UNDERFLOW, fp_dot_product
 from pyverify.testing.fp import arith, exact_product, worst_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, examples

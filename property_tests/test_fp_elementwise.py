@@ -11,7 +11,7 @@ Through the protocol's ``plga(q, k, v, params, A=A)``: from a metric-learner out
 ``A_LM = iSwiGLU(W A + b) + eps`` (``L = M (2 + M)``, ``M >= |z| + d``: the derivative of
 ``z^2 sigma(z)`` is at most ``|z| (2 + |z|)``), ``A_P = A_LM ** P`` (``L = |P| t^(P-1)`` at
 the segment's worse end) and ``G = a A_P + b_a``, stage by stage
-(:mod:`pyverify.fp_models`). Each stage is compared with the exact stage (mpmath, 50
+(:mod:`pyverify.fp.models`). Each stage is compared with the exact stage (mpmath, 50
 digits) applied to the *exact* previous stage: the implementation's own input error is
 the measured difference, so a stage that loses precision cannot hide behind an earlier
 one.
@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp_models import (
+from pyverify.fp.models import (
     REFERENCE_ARITHMETIC,
     linear_stage_bound,
     metric_tensor_bound,

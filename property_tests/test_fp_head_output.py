@@ -9,7 +9,7 @@ input bound) and ``fp_softmax_exp`` (the exponentials):
 
 Through the protocol's ``plga(q, k, v, params, G=G)`` (the G-cached head: the kernels run
 torch's SDPA on ``Q G``, split ``hi + lo`` below float32) and the optional
-``collapsed(q, k, v, G)`` (``Q G`` rounded once): :func:`pyverify.fp_models.attention_bound`
+``collapsed(q, k, v, G)`` (``Q G`` rounded once): :func:`pyverify.fp.models.attention_bound`
 with ``mu`` the exact ``sum_j p_ij |v_jc|``. Oracle: mpmath at 50 digits on the same held
 inputs and the unrounded ``G``, compared in mpmath.
 """
@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyverify.conformance.subject import not_applicable
-from pyverify.fp_models import attention_bound
+from pyverify.fp.models import attention_bound
 from pyverify.reference import PLGAParams
 from pyverify.reference import mp as rmp
 from pyverify.testing.fp import MP_DPS, arith, mp_excess

@@ -9,7 +9,7 @@ and its rounding:
 Through the protocol's ``scores(q, k, G)`` with ``G`` drawn in float64: the kernels hold
 it in their compute dtype (``dG = |fl(G) - G|``, the input bound), form ``Q G`` there (and
 round it to bfloat16/float16 below float32), then ``@ K^T`` and the scale
-(:func:`pyverify.fp_models.scores_bound`, path ``matmul``; the reference: ``reference``).
+(:func:`pyverify.fp.models.scores_bound`, path ``matmul``; the reference: ``reference``).
 Oracle: exact rationals (``dk`` a power of 4, so ``1/sqrt(dk)`` is rational); the
 comparison is exact.
 """
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp_models import scores_bound
+from pyverify.fp.models import scores_bound
 from pyverify.testing.fp import arith, exact_product, worst_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, examples

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp_bounds import SMALLEST_NORMAL, UNDERFLOW, fp_mixed_precision
+from pyverify.fp.formulas import SMALLEST_NORMAL, UNDERFLOW, fp_mixed_precision
 from pyverify.testing.fp import arith, exact_product, worst_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, examples

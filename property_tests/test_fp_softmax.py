@@ -12,7 +12,7 @@ The reference computes exactly that order. The kernels compute the weights with 
 fused SDPA (``Q = E``, ``K = V = I``), an attention output whose values are unit vectors:
 their bound is the same exponential factor through ``fp_head_output`` (numerator and
 denominator), the larger of the fused and the normalise-first order
-(:func:`pyverify.fp_models.softmax_bound`). Oracle: mpmath softmax of the *unrounded*
+(:func:`pyverify.fp.models.softmax_bound`). Oracle: mpmath softmax of the *unrounded*
 scores at 50 digits, compared in mpmath.
 """
 
@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pyverify.fp_models import softmax_bound
+from pyverify.fp.models import softmax_bound
 from pyverify.reference import causal_mask
 from pyverify.reference import mp as rmp
 from pyverify.testing.fp import MP_DPS, arith, mp_excess

@@ -9,7 +9,7 @@ The sum is reached through the protocol: ``scores(q, k, I)`` with a query row of
 gives ``sum_a k_ja / sqrt(dk)`` (products with 1 and 0 are exact; ``dk`` a power of 4 so
 that ``1/sqrt(dk)`` is a power of two and the scaling is exact), accumulated in the
 implementation's compute dtype. Oracle: the exact rational sum of the held keys; the
-comparison is exact (Fractions). Bound: :func:`pyverify.fp_bounds.fp_summation` at
+comparison is exact (Fractions). Bound: :func:`pyverify.fp.formulas.fp_summation` at
 ``u_compute`` (float64 for the reference, else float32).
 """
 
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp_bounds import fp_summation
+from pyverify.fp.formulas import fp_summation
 from pyverify.testing.fp import arith, worst_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, examples

@@ -10,7 +10,7 @@ Exponents are multiples of 1/4 in [-2, 2] times integers in [-3, 3], so ``sP``, 
 and ``(s + t)P`` are exact in float32 and float64: only ``pow`` and the Hadamard product
 round. Tolerance, exact (``Within`` of ``Pldr.Float.Model``, as in ``fp_elementwise``):
 each power within ``r`` relative (the library ``pow``, 2 ulp:
-:data:`pyverify.fp_models.LIB_ACCURACY`), the float64 product of two float32 powers exact
+:data:`pyverify.fp.models.LIB_ACCURACY`), the float64 product of two float32 powers exact
 (one rounding ``u_64`` for float64 ones), so
 ``|Ps Pt - Pst| <= ((1 + r)^2 (1 + u_prod) - 1 + r) x^(s+t)`` and
 ``x^(s+t) <= |Pst| / (1 - r)``. The bfloat16/float16 kernels run steps 4-6 in float32: the
@@ -30,7 +30,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pyverify.fp_models import LIB_ACCURACY
+from pyverify.fp.models import LIB_ACCURACY
 from pyverify.reference import PLGAParams
 from pyverify.testing.impls import FLOAT, impl_ids
 from pyverify.testing.strategies import examples, grid_arrays, seeds

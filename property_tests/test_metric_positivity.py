@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pyverify.kernels as kern
-from pyverify.fp_models import LIB_ACCURACY
+from pyverify.fp.models import LIB_ACCURACY
 from pyverify.reference import PLGAParams, PowerLawOverflowError
 from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh

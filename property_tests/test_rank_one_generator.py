@@ -35,7 +35,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pyverify.fp_models import linear_stage_bound, power_stage_bound
+from pyverify.fp.models import linear_stage_bound, power_stage_bound
 from pyverify.reference import PLGAParams
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.bounds import metric_tensor_bound
@@ -96,7 +96,7 @@ def generator_cases(draw):
 
 def stage_bounds(impl, A, A_LM, A_P, p) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entrywise bounds of each computed stage against the exact stage on the exact
-    identical-row input, stage by stage (:mod:`pyverify.fp_models`): ``A_LM`` from the
+    identical-row input, stage by stage (:mod:`pyverify.fp.models`): ``A_LM`` from the
     exact ``A`` (``fp_mixed_precision``, ``fp_elementwise``), ``A_P`` from the computed
     ``A_LM`` within that bound of the exact one (``fp_elementwise``: the power's
     Lipschitz bound over the segment), ``G = I A_P + b_a`` from the computed ``A_P``

@@ -39,7 +39,7 @@ quantity are in :data:`CONTROL_FACTOR`.
 
 These tolerances are statistical: they say how accurate the kernels are in practice.
 The cross-check also holds every stage that has one to its *proved* bound (the
-floating-point theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp_models`), which is
+floating-point theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp.models`), which is
 the ceiling: a row passes only within both.
 """
 

@@ -1,11 +1,11 @@
 """The proved-bound formulas and the premises they assume about the implementations.
 
-* :mod:`pyverify.fp_bounds` evaluates the Lean statements: pinned on hand-computed values
+* :mod:`pyverify.fp.formulas` evaluates the Lean statements: pinned on hand-computed values
   and on the relations between the theorems (``fp_mixed_precision`` with exact inputs is
   ``fp_dot_product``; ``fp_dot_product`` with exact products is ``fp_summation`` plus one
   rounding), and every premise refuses (``n u >= 1``, a score error reaching 1, a power
   law segment reaching 0, more keys than one flash block).
-* :data:`pyverify.fp_models.EXP_ACCURACY`: the declared accuracy of each softmax
+* :data:`pyverify.fp.models.EXP_ACCURACY`: the declared accuracy of each softmax
   exponential against the real one. NumPy's and torch's ``exp`` are measured directly
   against mpmath; ATen's ``exp_u20`` and ``fexp_u20`` (inside the fused SDPA, not callable
   from Python) through a NumPy re-implementation of their x86 source (the polynomial, the
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import torch
 
-from pyverify import fp_bounds as fb
-from pyverify import fp_models as fm
+from pyverify.fp import formulas as fb
+from pyverify.fp import models as fm
 from pyverify.precision import UNIT_ROUNDOFF, gamma
 
 F32 = np.float32

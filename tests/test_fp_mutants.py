@@ -1,6 +1,6 @@
 """Kernels mutated to lose precision exceed the proved bounds (the mutants live here).
 
-The proved bounds (``lean/Pldr/Float``, :mod:`pyverify.fp_models`) are for what the
+The proved bounds (``lean/Pldr/Float``, :mod:`pyverify.fp.models`) are for what the
 kernels' arithmetic does: float32 accumulation below float64. A kernel that accumulates
 in bfloat16 instead is outside them, and the checks built on the bounds must say so:
 
@@ -19,7 +19,7 @@ import torch.nn.functional as F  # noqa: N812 (torch convention)
 import pyverify.kernels as kern
 import pyverify.kernels.head as head
 from pyverify import crosscheck as cc
-from pyverify.fp_bounds import UNDERFLOW, fp_mixed_precision
+from pyverify.fp.formulas import UNDERFLOW, fp_mixed_precision
 from pyverify.testing.fp import arith, exact_product, worst_excess
 from pyverify.testing.impls import kernels
 
@@ -65,7 +65,8 @@ def _sdpa_bf16_scores(q, k, v, *, causal=True, scale=None):
 
 
 def test_sdpa_with_bf16_score_accumulation_exceeds_the_proved_output_bound(monkeypatch):
-    case = cc.Case("trained", (1, 14, 64, 64), "cpu", "bfloat16", 3)
+    # S < 64: torch runs bfloat16 SDPA at S >= 64 only under avx512 on some CPUs (AMX)
+    case = cc.Case("trained", (1, 14, 48, 64), "cpu", "bfloat16", 3)
     real = {(r.path, r.stage): r for r in cc.run_case(case)}
     assert real[("kernels.g_cached", "output")].passed
     assert real[("kernels.g_cached", "output")].proved_ratio < 1

@@ -48,7 +48,7 @@ class Proved:
     Attributes
     ----------
     bound : numpy.ndarray or None
-        Entrywise bound, broadcastable to the compared arrays (:mod:`pyverify.fp_models`).
+        Entrywise bound, broadcastable to the compared arrays (:mod:`pyverify.fp.models`).
     theorems : tuple of str
         The Lean theorem IDs whose statements the bound evaluates.
     note : str

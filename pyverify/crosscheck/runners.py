@@ -78,7 +78,7 @@ def _dummy_head(dk: int) -> Any:
 
 
 # --------------------------------------------------------------------------- proved bounds
-#: Theorem IDs of each stage's proved bound (``lean/Pldr/Float``; :mod:`pyverify.fp_models`).
+#: Theorem IDs of each stage's proved bound (``lean/Pldr/Float``; :mod:`pyverify.fp.models`).
 _PROVED = {
     "A_LM": ("fp_mixed_precision", "fp_elementwise"),
     "A_P": ("fp_elementwise",),
@@ -117,10 +117,10 @@ def _pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict
     own input, off by the measured difference. The bound is ``got``'s (arithmetic
     ``ar``) plus ``ref``'s (the float64 reference's, or the rounding of mpmath's value).
     """
-    from pyverify.fp_models import (
+    from pyverify.fp.models import (
         REFERENCE_ARITHMETIC as REF,
     )
-    from pyverify.fp_models import (
+    from pyverify.fp.models import (
         linear_stage_bound,
         metric_tensor_bound,
         power_stage_bound,
@@ -165,8 +165,8 @@ def _head_bounds(ar, q, k, v, G_used, G_exact, path_scores, path_out, ref_scores
     Both against exact arithmetic with ``G_exact`` on the same inputs (the reference's
     scores only when ``ref_scores``).
     """
-    from pyverify.fp_models import REFERENCE_ARITHMETIC as REF
-    from pyverify.fp_models import attention_bound, scores_bound
+    from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
+    from pyverify.fp.models import attention_bound, scores_bound
 
     def sc(b, h, qs, ks, g_used, g_ex):
         dG = np.abs(g_used - g_ex)
@@ -189,7 +189,7 @@ def _head_bounds(ar, q, k, v, G_used, G_exact, path_scores, path_out, ref_scores
 
 def _run_random(case: Case) -> list[CrosscheckRow]:
     import pyverify.kernels as kern
-    from pyverify.fp_models import arithmetic
+    from pyverify.fp.models import arithmetic
     from pyverify.reference import plga_forward_batched
 
     heads = _reference_heads(case)
@@ -267,7 +267,7 @@ def _run_random(case: Case) -> list[CrosscheckRow]:
 
 
 def _run_mpmath(case: Case) -> list[CrosscheckRow]:
-    from pyverify.fp_models import REFERENCE_ARITHMETIC as REF
+    from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
     from pyverify.reference import mp, plga_forward_batched
 
     B, H, S, dk = case.shape
@@ -303,12 +303,12 @@ def _run_mpmath(case: Case) -> list[CrosscheckRow]:
     rnd = {n: (_U64 + _MP_REL) * (1 + _U64) * np.abs(want[n]) for n in ("scores", "output")}
 
     def sc(b, h, qs, ks, g, d):
-        from pyverify.fp_models import scores_bound
+        from pyverify.fp.models import scores_bound
 
         return scores_bound(REF, qs, ks, g, d, "reference")
 
     def out(b, h, qs, ks, vs, g, d):
-        from pyverify.fp_models import attention_bound
+        from pyverify.fp.models import attention_bound
 
         return attention_bound(REF, qs, ks, vs, g, d)
 
@@ -321,7 +321,7 @@ def _run_mpmath(case: Case) -> list[CrosscheckRow]:
 
 def _run_trained(case: Case) -> list[CrosscheckRow]:
     import pyverify.kernels as kern
-    from pyverify.fp_models import arithmetic
+    from pyverify.fp.models import arithmetic
     from pyverify.reference import plga_forward_batched
 
     _B, H, _S, dk = case.shape
@@ -370,8 +370,8 @@ def _run_trained(case: Case) -> list[CrosscheckRow]:
 
 def _run_identity(case: Case) -> list[CrosscheckRow]:
     import pyverify.kernels as kern
-    from pyverify.fp_models import REFERENCE_ARITHMETIC as REF
-    from pyverify.fp_models import arithmetic, attention_bound
+    from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
+    from pyverify.fp.models import arithmetic, attention_bound
     from pyverify.reference import plga_forward_batched
 
     _B, H, _S, dk = case.shape

@@ -165,7 +165,7 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         "(they move in their last digits with the CPU and its dispatch; "
         "[measurements.json](measurements.json)); the pass/fail verdicts and constant "
         "tolerances are in verification.json. *Proved*: the stage's bound from the "
-        "floating-point theorems of `lean/Pldr/Float` (`pyverify/fp_models.py`: each "
+        "floating-point theorems of `lean/Pldr/Float` (`pyverify/fp/models.py`: each "
         "implementation's arithmetic, stage by stage, the previous stage's measured "
         "difference as its input bound), in the same measure; every entry must lie within "
         "it, so the proved bound is the ceiling of the tolerance. `-`: no proved bound "

@@ -1,7 +1,7 @@
 """Proved error bounds of the PLGA stages, as the property tests use them.
 
-Every bound here is a theorem of ``lean/Pldr/Float`` evaluated by :mod:`pyverify.fp_bounds`
-for the implementation's arithmetic (:mod:`pyverify.fp_models`); each function names its
+Every bound here is a theorem of ``lean/Pldr/Float`` evaluated by :mod:`pyverify.fp.formulas`
+for the implementation's arithmetic (:mod:`pyverify.fp.models`); each function names its
 theorem ID. The oracle is exact arithmetic (mpmath or Fractions) on the *same* inputs the
 implementation received, so only its rounding inside the stage counts. Nothing is
 first-order and nothing is doubled: the statements are exact (``gamma_n = n u / (1 - n u)``,
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pyverify.fp_bounds import EVAL_SLACK, UNDERFLOW, fp_matmul
-from pyverify.fp_models import (
+from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_matmul
+from pyverify.fp.models import (
     linear_stage_bound,
     power_stage_bound,
     softmax_bound,
 )
-from pyverify.fp_models import (
+from pyverify.fp.models import (
     metric_tensor_bound as _metric_tensor_bound,
 )
 from pyverify.testing.fp import arith
@@ -85,7 +85,7 @@ def softmax_rel_bound(impl: Impl, E, causal: bool = False) -> float:
     """``[fp_softmax]`` / ``[fp_head_output]``: a relative bound of every computed weight.
 
     The implementation's softmax of the held scores ``E``
-    (:func:`pyverify.fp_models.softmax_bound`: the reference's order, or the kernels' fused
+    (:func:`pyverify.fp.models.softmax_bound`: the reference's order, or the kernels' fused
     SDPA) divided by the weight, at its worst over the allowed entries: the bound is
     ``rel p + abs`` and the weights are taken from a float64 softmax of ``E`` (its own
     relative error below ``1e-12``, absorbed). The tests keep every weight normal, so the

@@ -1,6 +1,6 @@
 """What the floating-point bound tests share: an implementation's arithmetic, exact checks.
 
-The bounds are :mod:`pyverify.fp_models` (the Lean theorems of ``lean/Pldr/Float``
+The bounds are :mod:`pyverify.fp.models` (the Lean theorems of ``lean/Pldr/Float``
 instantiated for each implementation). The oracles are exact: rational arithmetic
 (``fractions.Fraction``) where the value is rational, mpmath at :data:`MP_DPS` digits
 where it is not; the comparison ``|computed - exact| <= bound`` is itself done exactly
@@ -16,7 +16,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from pyverify.fp_models import Arithmetic, arithmetic
+from pyverify.fp.models import Arithmetic, arithmetic
 from pyverify.testing.exact import Mat
 
 __all__ = [

@@ -12,7 +12,7 @@ Tolerances are derived from the unit round-off of the dtype that does the arithm
 (``impl.u_compute``: float64 for float64, else float32, as the kernels compute statistics,
 the metric learner and softmax in float32) and of the dtype results are rounded to
 (``impl.u_io``), times the conditioning of the computation; :func:`attention_bound` is the
-proved one (``lean/Pldr/Float``, :mod:`pyverify.fp_models`).
+proved one (``lean/Pldr/Float``, :mod:`pyverify.fp.models`).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float
     """Proved bound of ``max |computed - exact|`` for ``softmax(Q G K^T / sqrt(dk)) V``.
 
     ``[fp_head_output]`` (with ``fp_head_scores`` and ``fp_softmax``):
-    :func:`pyverify.fp_models.attention_bound` for the implementation's arithmetic, on
+    :func:`pyverify.fp.models.attention_bound` for the implementation's arithmetic, on
     inputs already representable in ``impl.dtype`` with ``G`` as the implementation
     holds it (None: the identity), causal or not (the larger of the two), at its largest
     entry.
@@ -125,7 +125,7 @@ def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float
     q, G, k, v : array_like
         The (rounded) operands; ``G`` may be None for the identity.
     path : str, optional
-        How the scores are formed (:func:`pyverify.fp_models.scores_bound`): default the
+        How the scores are formed (:func:`pyverify.fp.models.scores_bound`): default the
         G-cached head's (``reference``; the kernels' ``sdpa``, ``sdpa_split`` below
         float32); ``sdpa_rounded`` for the collapsed fast path.
 
@@ -134,7 +134,7 @@ def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float
     float
         The bound on ``max |computed - exact|``.
     """
-    from pyverify.fp_models import attention_bound as entrywise
+    from pyverify.fp.models import attention_bound as entrywise
     from pyverify.testing.fp import arith
 
     ar = arith(impl)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyverify.fp_bounds import UNDERFLOW, fp_elementwise, fp_mixed_precision
-from pyverify.fp_models import LIB_ACCURACY
+from pyverify.fp.formulas import UNDERFLOW, fp_elementwise, fp_mixed_precision
+from pyverify.fp.models import LIB_ACCURACY
 from pyverify.precision import UNIT_ROUNDOFF, gamma
 from pyverify.reference import numpy_head as nh
 

@@ -24,7 +24,7 @@ public import Pldr.Float.Softmax
   bound `(1 + r) c_α (1 + a₁) − 1` (no underflow term: for rescaling factors in the normal
   range); blocked kernels add the next block's terms to it as one more leaf of a sum
   (`fp_summation_perturbed`). The Python side uses it nowhere yet: torch's CPU flash
-  kernel takes 512 keys per block, and `pyverify.fp_models` refuses more keys.
+  kernel takes 512 keys per block, and `pyverify.fp.models` refuses more keys.
 * `[fp_mixed_precision]` with a perturbed input (`fp_mixed_precision_propagated`): a
   pipeline stage `Σ_j a_j x_j` evaluated on a computed input `x̂` (off by `d_j`) within `B`
   of `Σ_j a_j x̂_j` is off by `B + Σ_j |a_j| d_j`.

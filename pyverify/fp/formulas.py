@@ -10,7 +10,7 @@ floating-point numbers is exact there (IEEE gradual underflow). ``gamma_n = n u 
 ``1 + theta_n`` with ``|theta_n| <= gamma_n``).
 
 What each implementation computes (which roundings, which exponential, which order) is in
-:mod:`pyverify.fp_models`, which instantiates these formulas.
+:mod:`pyverify.fp.models`, which instantiates these formulas.
 """
 
 from __future__ import annotations

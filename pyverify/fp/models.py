@@ -1,6 +1,6 @@
 """What each implementation computes, as the parameters of the proved error bounds.
 
-:mod:`pyverify.fp_bounds` evaluates the Lean theorems of ``lean/Pldr/Float/``; this module
+:mod:`pyverify.fp.formulas` evaluates the Lean theorems of ``lean/Pldr/Float/``; this module
 says which roundings, which exponential and which order each implementation uses, and
 chains the theorems stage by stage into entrywise bounds of its results against exact
 arithmetic on the same inputs. These are the premises of the theorems, stated once:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pyverify.fp_bounds import (
+from pyverify.fp.formulas import (
     EVAL_SLACK,
     UNDERFLOW,
     fp_elementwise,
