@@ -151,8 +151,8 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
         cases, ``passed`` whether all passed and ``tolerance_rule`` the cases' rules
         of measured tolerances (``; ``-joined, None when all are constants),
         ``proved_ratio`` the largest ``error / proved`` over the cases with ``proved`` its
-        bound (None where no case has one) and ``proved_theorems`` their IDs; sorted by
-        dtype, path, stage order.
+        bound (None where no case has one), ``proved_cases`` how many cases have one and
+        ``proved_theorems`` their IDs; sorted by dtype, path, stage order.
     """
     groups: dict[tuple[str, str, str], list[CrosscheckRow]] = {}
     for r in result.rows:
@@ -181,6 +181,7 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
                 "proved": worst_p.proved if worst_p else None,
                 "proved_ratio": worst_p.proved_ratio if worst_p else None,
                 "proved_theorems": sorted({t for r in rows for t in r.proved_theorems}),
+                "proved_cases": len(bounded),
             }
         )
     out.sort(

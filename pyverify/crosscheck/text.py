@@ -26,12 +26,12 @@ def format_summary(result: CrosscheckResult) -> str:
             d["dtype"], d["path"], d["stage"], str(d["cases"]), _fmt_e(d["max_rel"]),
             _fmt_e(d["median_rel"]), _fmt_e(d["tolerance"]), f"{d['worst_ratio']:.2f}",
             _fmt_p(d["proved"]), _fmt_p(d["proved_ratio"], ".2g"),
-            "pass" if d["passed"] else "FAIL",
+            f"{d['proved_cases']}/{d['cases']}", "pass" if d["passed"] else "FAIL",
         ]
         for d in summarize(result)
     ]  # fmt: skip
     header = ["dtype", "path", "stage", "cases", "max_rel", "median_rel", "tolerance"]
-    return table([*header, "err/tol", "proved", "err/proved", "result"], rows)
+    return table([*header, "err/tol", "proved", "err/proved", "bounded", "result"], rows)
 
 
 def format_crosscheck(result: CrosscheckResult) -> str:

@@ -178,6 +178,8 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         ratio = _g(s.get("worst_ratio"), ".2f")
         proved = "-" if s.get("proved") is None else _e(s["proved"])
         p_ratio = "-" if s.get("proved_ratio") is None else _g(s["proved_ratio"], ".2g")
+        if s.get("proved_cases") is not None and s["proved_cases"] < s["cases"]:
+            p_ratio += f" ({s['proved_cases']} of {s['cases']} cases bounded)"
         cells = _error_cells(s, ratio, proved, p_ratio)
         rows.append([s["dtype"], s["path"], s["stage"], str(s["cases"]), *cells])
     header = ["dtype", "path", "stage", "cases", "max rel. error", "median", "its tolerance"]
