@@ -27,6 +27,10 @@ public import Pldr.LayerNormModel
 public import Pldr.ExpRat
 public import Pldr.PrefixHeadHom
 public import Pldr.OrderParameter
+public import Pldr.Float.Model
+public import Pldr.Float.Sum
+public import Pldr.Float.Softmax
+public import Pldr.Float.Head
 
 /-!
 # Pldr: the PLGA theorem library

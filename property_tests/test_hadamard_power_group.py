@@ -8,10 +8,13 @@ positive, and the same bits for every exponent matrix; ``A`` in [0.5, 3] keeps A
 
 Exponents are multiples of 1/4 in [-2, 2] times integers in [-3, 3], so ``sP``, ``tP``
 and ``(s + t)P`` are exact in float32 and float64: only ``pow`` and the Hadamard product
-round. Tolerance: pow is correctly rounded to within 2 ulp (4 u relative, as in
-:func:`bounds.power_law_bound`), three powers and one product:
-``|lhs - rhs| <= (3 * 4u + u) |rhs|`` to first order, doubled (``bounds.SAFETY``). The
-bfloat16/float16 kernels run steps 4-6 in float32: the float32 kernels are that code.
+round. Tolerance, exact (``Within`` of ``Pldr.Float.Model``, as in ``fp_elementwise``):
+each power within ``r`` relative (the library ``pow``, 2 ulp:
+:data:`pyverify.fp.models.LIB_ACCURACY`), the float64 product of two float32 powers exact
+(one rounding ``u_64`` for float64 ones), so
+``|Ps Pt - Pst| <= ((1 + r)^2 (1 + u_prod) - 1 + r) x^(s+t)`` and
+``x^(s+t) <= |Pst| / (1 - r)``. The bfloat16/float16 kernels run steps 4-6 in float32: the
+float32 kernels are that code.
 ``A^(o 0) = 1`` is exact (``pow(x, 0) = 1``) and asserted bitwise.
 """
 
@@ -27,8 +30,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from pyverify.fp.models import LIB_ACCURACY
 from pyverify.reference import PLGAParams
-from pyverify.testing.bounds import SAFETY
 from pyverify.testing.impls import FLOAT, impl_ids
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
@@ -61,12 +64,15 @@ def test_hadamard_powers_add_exponents(impl, case):
     L3, Pst = _power(impl, A, (s + t) * P, params)
     assert np.array_equal(L1, L2) and np.array_equal(L1, L3)  # one base, bitwise
     assert np.all(L1 > 0)
-    u = impl.u_compute
+    comp = "float64" if impl.u_compute == 2.0**-53 else "float32"
+    r, r64 = LIB_ACCURACY[comp], LIB_ACCURACY["float64"]
+    u_prod = 2.0**-53 if comp == "float64" else 0.0  # float32 x float32 is exact in float64
     rhs = Pst  # the (s + t) power
-    assert np.all(np.abs(Ps * Pt - rhs) <= SAFETY * (3 * 4 * u + u) * np.abs(rhs))
-    # the oracle: float64 powers of the held base (its own error ~ 4 * 2^-53 relative)
+    tol = ((1 + r) ** 2 * (1 + u_prod) - 1 + r) / (1 - r)
+    assert np.all(np.abs(Ps * Pt - rhs) <= tol * np.abs(rhs))
+    # the oracle: float64 powers of the held base (within r64 relative)
     want = np.power(L1, (s + t) * P)
-    assert np.all(np.abs(Pst - want) <= SAFETY * (4 * u + 4 * 2.0**-53) * want)
+    assert np.all(np.abs(Pst - want) <= (r + r64) / (1 - r64) * want)
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)

@@ -12,11 +12,12 @@ Two places where the implementations run a LayerNorm over rows, both public:
 Tolerances. Inputs are chosen exactly representable (grid values; shifts and power-of-two
 factors keep them exact; ``sqrt(d_model)`` is 2 or 4), so the exact LayerNorm values of
 the two rows are equal and only the two evaluations' own rounding separates them:
-:func:`bounds.layer_norm_bound` (Higham-style first-order bound for exact input, the
-cancellation in ``x - mean`` and the ``1/sigma`` conditioning included), doubled
-(``bounds.SAFETY``), for each evaluation, plus the rounding of the output to a
-bfloat16/float16 model dtype (``u_io |LN(x)|`` each). For a general positive factor the
-scaled row is rounded once (``u_io |a x|`` per entry), propagated by the same bound.
+:func:`pyverify.testing.layernorm_bounds.layer_norm_bound` (exact-form, not first order:
+the cancellation in ``x - mean`` and the ``1/sigma`` conditioning included; derived, not a
+Lean theorem: LayerNorm's moments are outside the floating-point model), for each
+evaluation, plus the rounding of the output to a bfloat16/float16 model dtype
+(``u_io |LN(x)|`` each, of the computed value). For a general positive factor the scaled
+row is rounded once (``u_io |a x|`` per entry), propagated by the same bound.
 
 Oracle: the row LayerNorm of the mpmath reference (30 digits, rounded once to float64),
 which imports neither implementation and does no NumPy arithmetic; the scaled rows are
@@ -41,8 +42,8 @@ from pyverify.conformance.subject import not_applicable
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh
-from pyverify.testing.bounds import SAFETY, layer_norm_bound
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
+from pyverify.testing.layernorm_bounds import layer_norm_bound
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("layernorm_invariance")
@@ -55,9 +56,9 @@ def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
 
 
 def _bound(impl, X, dX, params, eps) -> np.ndarray:
-    """Two-fold first-order bound of one evaluation of the row LayerNorm of X."""
+    """The bound of one evaluation of the row LayerNorm of X (input within dX)."""
     g, b = impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta)
-    return SAFETY * layer_norm_bound(X, dX, g, b, eps, impl.u_compute)
+    return layer_norm_bound(X, dX, g, b, eps, impl.u_compute)
 
 
 def _oracle(X, gamma, beta, eps: float) -> np.ndarray:
@@ -144,7 +145,8 @@ def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
     (``sqrt(var) + eps``) or a root of the wrong degree fails it. Oracle: the exact
     ``LN(x; eps)``. ``s = 2^k``: exact inputs; a general ``a``: ``a x`` and ``a^2 eps`` each
     rounded once to the compute dtype (``eps`` off by ``u`` relative moves the normalised
-    part by at most ``u/2`` relative, doubled)."""
+    part by at most ``1/sqrt(1 - u) - 1`` relative: ``sigma`` moves by a factor within
+    ``sqrt(1 +- u)``)."""
     X, _, params = case
     g, b = _held(impl, params)
     want = _oracle(X, g, b, eps)
@@ -162,7 +164,7 @@ def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
     la = _ln_impl(impl, Ya, params, ea)
     dY = impl.u_compute * np.abs(a * X)
     ta = _bound(impl, a * X, dY, params, a * a * eps)
-    ta = ta + SAFETY * 0.5 * impl.u_compute * np.abs(want - b)
+    ta = ta + (1 / np.sqrt(1 - impl.u_compute) - 1) * np.abs(want - b)
     assert np.all(np.abs(la - want) <= ta + slack)
 
 
@@ -226,8 +228,9 @@ def test_decoder_embedding_layernorm_invariances(impl, case, eps):
 
     def tol(r):
         exact = nh.layer_norm_rows(r[None], g, b, eps)
-        out_round = impl.u_io * np.abs(exact) if impl.dtype in ("bfloat16", "float16") else 0
-        return SAFETY * layer_norm_bound(r[None], z, g, b, eps, impl.u_compute) + out_round
+        lnb = layer_norm_bound(r[None], z, g, b, eps, impl.u_compute)
+        low = impl.dtype in ("bfloat16", "float16")
+        return lnb + (impl.u_io * (np.abs(exact) + lnb) if low else 0)
 
     assert np.all(np.abs(x[0] - x[1]) <= tol(rows[0]) + tol(rows[1]))
     if eps == 0.0:

@@ -15,11 +15,12 @@ The implementations supply ``x -> x R_n^T`` (their ``apply_rope``); ``R_n M R_n^
 applications: the rows of M at position n, then the rows of the transpose. Tolerance:
 every 2 x 2 block keeps its Frobenius norm under rotations, so every intermediate entry is
 at most ``beta = max_pq ||B_pq||_F``; one application computes ``cos x0 - sin x1`` with
-cos/sin rounded to the compute dtype and one product, one sum (<= 4 u_c relative to
-``|x0| + |x1| <= 2 beta``) and rounds to the input dtype (u_io); two applications and the
-error of the first carried (rotations do not grow it): ``<= 2 (4 u_c + u_io) 2 beta``
-per term, averaged; doubled (``bounds.SAFETY``). The float64 oracle adds ``S`` roundings of
-complex powers (``8 S u_64 beta``).
+cos/sin rounded to the compute dtype and one product, one sum (four roundings of ``u_c``
+relative to ``|x0| + |x1| <= 2 beta``) and rounds to the input dtype (u_io); two
+applications and the error of the first carried (rotations do not grow it): each a factor
+``(1 + u_c)^4 (1 + u_io)``, exactly (the product lemma, ``Pldr.fp_prod_gamma``):
+``((1 + u_c)^8 (1 + u_io)^2 - 1) 2 beta`` per term, averaged. The float64 oracle adds
+``S`` roundings of complex powers (``8 S u_64 beta``).
 
 Exact form: rational unit complex numbers (Pythagorean points) as the plane rotations;
 the same identity holds with equality in Fractions.
@@ -36,7 +37,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyverify.precision import UNIT_ROUNDOFF
-from pyverify.testing.bounds import SAFETY
 from pyverify.testing.exact import add, block_diag, matmul, rot, scale, transpose, zeros
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, even_dk, examples, pythagorean
@@ -104,7 +104,8 @@ def block_beta(M: np.ndarray) -> float:
 
 def twirl_tol(impl, M: np.ndarray, S: int) -> float:
     beta = block_beta(M)
-    return SAFETY * 2 * (4 * impl.u_compute + impl.u_io) * 2 * beta + 8 * S * U64 * beta
+    per = (1 + impl.u_compute) ** 8 * (1 + impl.u_io) ** 2 - 1
+    return per * 2 * beta + 8 * S * U64 * beta
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -228,10 +229,12 @@ def test_rope_twirl_decay_on_real_angles(impl, dk, S, data):
     frequencies (independent of the implementation).
 
     Tolerance: each rotated unit row is ``(cos n theta, sin n theta)`` up to
-    ``e = 2 (4 u_c + u_io)`` per coordinate (cos/sin in the compute dtype, rounded to the
-    input dtype), so the float64 sum of ``S`` rows is within ``d = S (e + 2 u_64)`` of the
-    exact one, ``|sum|^2`` within ``2 |sum| d + d^2``, and ``c`` within ``e``; the product
-    with ``1 - c <= 2`` is within ``2 (2 |sum| d + d^2) + |sum|^2 e``, doubled (``SAFETY``).
+    ``e = (1 + 4 u_c)^2 (1 + u_io)^2 - 1`` per coordinate (cos/sin in the compute dtype,
+    rounded to the input dtype), so the float64 sum of ``S`` rows is within
+    ``d = S (e + 2 u_64)`` of the exact one, ``|sum|^2`` within ``2 |sum| d + d^2``
+    (exactly: ``||a|^2 - |b|^2| <= (2 |b| + |a - b|) |a - b|``), and ``c`` within ``e``; the
+    product with ``1 - c`` (``<= 2``, computed ``<= 2 + e``) is within
+    ``(2 |sum| d + d^2)(2 + e) + |sum|^2 e``.
     """
     p = data.draw(st.integers(0, dk // 2 - 1))
     x = np.zeros((S, dk))
@@ -240,9 +243,9 @@ def test_rope_twirl_decay_on_real_angles(impl, dk, S, data):
     z = rows[:, 0] + 1j * rows[:, 1]  # w^n (or its conjugate: |sum|^2 is the same)
     c = float(impl.rope(impl.round(x[:1]), offset=1)[0, 2 * p])  # cos theta_p, as held
     total = complex(np.sum(z))
-    e = 2 * (4 * impl.u_compute + impl.u_io)
+    e = (1 + 4 * impl.u_compute) ** 2 * (1 + impl.u_io) ** 2 - 1
     d = S * (e + 2 * U64)
-    tol = SAFETY * (2 * (2 * abs(total) * d + d * d) + abs(total) ** 2 * e)
+    tol = (2 * abs(total) * d + d * d) * (2 + e) + abs(total) ** 2 * e
     lhs = abs(total) ** 2 * (1 - c)
     assert lhs <= 2 + tol
     assert abs(total / S) ** 2 * (1 - c) <= 2 / S**2 + tol / S**2

@@ -13,7 +13,8 @@ are held in the dtype. A computed score is within
 chained dot products and the scale; the kernels round ``Q G`` once to the input dtype:
 ``u_io``). So computed changes obey the bound plus ``r(G) + r(G*)``, a computed margin above
 ``2 (eta + r(G) + r(G*))`` certifies the computed argmax, and softmax weights carry the
-relative error of :func:`pyverify.testing.bounds.softmax_entry_rel_error` on each side.
+relative error of :func:`pyverify.testing.bounds.softmax_rel_bound` on each side (proved:
+``fp_softmax``, ``fp_head_output``).
 
 Tightness: for ``q = a e_i``, ``k = b e_j`` at the entry (i, j) of largest ``|Delta|`` the
 bound is attained: the computed change must be at least ``bound - r(G) - r(G*)`` (a
@@ -36,7 +37,7 @@ from hypothesis.extra import numpy as hnp
 
 from pyverify.diagnose.perturbation import budget_summary
 from pyverify.reference import apply_rope
-from pyverify.testing.bounds import softmax_entry_rel_error
+from pyverify.testing.bounds import softmax_rel_bound
 from pyverify.testing.impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
 from pyverify.testing.strategies import (
     arrays,
@@ -146,7 +147,7 @@ def test_softmax_weights_move_by_a_bounded_factor(impl, data):
     E = E_star + delta
     causal = data.draw(st.booleans())
     p_star, p = impl.softmax(E_star, causal=causal), impl.softmax(E, causal=causal)
-    e1, e2 = softmax_entry_rel_error(impl, E_star), softmax_entry_rel_error(impl, E)
+    e1, e2 = softmax_rel_bound(impl, E_star, causal), softmax_rel_bound(impl, E, causal)
     allowed = p_star > 0
     ratio = p[allowed] / p_star[allowed]
     assert np.all(ratio <= np.exp(2 * eta) * (1 + e2) / (1 - e1))
@@ -278,7 +279,7 @@ def test_base2_factor_bound_on_the_genuine_model(impl, data):
     held = [impl.round(r[None, :]) for r in rows]
     got = [impl.softmax(E)[0] for E in held]
     rels = [
-        softmax_entry_rel_error(impl, E) + math.expm1(2 * float(np.max(np.abs(E[0] - r))))
+        softmax_rel_bound(impl, E) + math.expm1(2 * float(np.max(np.abs(E[0] - r))))
         for E, r in zip(held, rows, strict=True)
     ]
     z1 = sum(Fraction(2) ** v for v in x)

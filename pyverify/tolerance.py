@@ -36,6 +36,11 @@ The "within k x the control's error" rule (:func:`within_control`) is the one
 FlashAttention's tests apply against their ``attention_ref`` control and
 PyTorch's ``_check_equal(..., fudge_factor)``; its factors per compared
 quantity are in :data:`CONTROL_FACTOR`.
+
+These tolerances are statistical: they say how accurate the kernels are in practice.
+The cross-check also holds every stage that has one to its *proved* bound (the
+floating-point theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp.models`), which is
+the ceiling: a row passes only within both.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ __all__ = [
     "TOL_FLOAT64",
     "TOL_LOW_FLOOR",
     "control_bound",
+    "output_tolerance",
     "output_tolerance_rules",
     "output_tolerances",
     "stage_tolerances",
@@ -90,46 +96,55 @@ def stage_tolerances(dtype: str) -> tuple[float, float]:
     return TOL_FLOAT32, TOL_FLOAT32 + 4 * UNIT_ROUNDOFF[dtype] ** 2
 
 
-def output_tolerances(dtype: str, e_sdpa: float, e_qg: float) -> tuple[float, float]:
-    """(uncached/G-cached output tolerance, collapsed output tolerance) at ``dtype``.
-
-    ``e_sdpa``: torch SDPA's own error on ``Q`` (the control of the compensated
-    kernels); ``e_qg``: its error when fed ``fl(Q G)`` (the collapsed kernel's).
-    """
-    if dtype == "float64":
-        return TOL_FLOAT64, TOL_FLOAT64
-    if dtype == "float32":
-        t = max(TOL_FLOAT32, control_bound(e_qg))
-        return t, t
-    return control_bound(e_sdpa, floor=TOL_LOW_FLOOR), control_bound(e_qg, floor=TOL_LOW_FLOOR)
-
-
-def output_tolerance_rules(dtype: str, qg: str = "fl(Q G)") -> tuple[str | None, str | None]:
-    """How :func:`output_tolerances` sets the two output tolerances, in words.
-
-    ``None`` for a constant tolerance; otherwise the rule in words: the tolerance is
-    measured (it scales with torch SDPA's own error on this machine), so the
-    deterministic report keeps the rule and the measurements file the number.
+def output_tolerance(
+    dtype: str, path: str, e_sdpa: float, e_qg: float, qg: str = "fl(Q G)"
+) -> tuple[float, str | None]:
+    """One output tolerance and the rule that sets it, from one computation.
 
     Parameters
     ----------
     dtype : str
         The case's dtype.
+    path : {"uncached", "collapsed"}
+        The uncached and G-cached kernels (compensated ``Q G``) or the collapsed one.
+    e_sdpa, e_qg : float
+        torch SDPA's own error on ``Q`` (the compensated kernels' control) and when fed
+        ``fl(Q G)`` (the collapsed kernel's, and every kernel's at float32).
     qg : str, default "fl(Q G)"
-        What the collapsed kernel's control SDPA is fed (``"Q"`` when ``G = I``).
+        What the control SDPA is fed, for the rule's text (``"Q"`` when ``G = I``).
 
     Returns
     -------
-    (str or None, str or None)
-        The rules of the uncached/G-cached and of the collapsed output.
+    (float, str or None)
+        The tolerance, and its rule in words (None for a constant): the deterministic
+        report keeps the rule, the measurements file the number.
     """
+    if path not in ("uncached", "collapsed"):
+        raise ValueError(f"path must be 'uncached' or 'collapsed'; got {path!r}")
     if dtype == "float64":
-        return None, None
+        return TOL_FLOAT64, None
     k = CONTROL_FACTOR["output"]
     if dtype == "float32":
-        rule = f"max({TOL_FLOAT32:g}, {k:g} x SDPA's error on {qg})"
-        return rule, rule
+        return max(TOL_FLOAT32, control_bound(e_qg)), (
+            f"max({TOL_FLOAT32:g}, {k:g} x SDPA's error on {qg})"
+        )
+    fed, err = ("Q", e_sdpa) if path == "uncached" else (qg, e_qg)
+    return control_bound(err, floor=TOL_LOW_FLOOR), (
+        f"{k:g} x SDPA's error on {fed} + {TOL_LOW_FLOOR:g}"
+    )
+
+
+def output_tolerances(dtype: str, e_sdpa: float, e_qg: float) -> tuple[float, float]:
+    """(uncached/G-cached, collapsed) output tolerances: :func:`output_tolerance`'s values."""
     return (
-        f"{k:g} x SDPA's error on Q + {TOL_LOW_FLOOR:g}",
-        f"{k:g} x SDPA's error on {qg} + {TOL_LOW_FLOOR:g}",
+        output_tolerance(dtype, "uncached", e_sdpa, e_qg)[0],
+        output_tolerance(dtype, "collapsed", e_sdpa, e_qg)[0],
+    )
+
+
+def output_tolerance_rules(dtype: str, qg: str = "fl(Q G)") -> tuple[str | None, str | None]:
+    """(uncached/G-cached, collapsed) rules: :func:`output_tolerance`'s rules (None: constant)."""
+    return (
+        output_tolerance(dtype, "uncached", 0.0, 0.0, qg)[1],
+        output_tolerance(dtype, "collapsed", 0.0, 0.0, qg)[1],
     )

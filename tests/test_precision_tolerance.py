@@ -16,10 +16,13 @@ from pyverify.precision import (
     gamma,
 )
 from pyverify.tolerance import (
+    CONTROL_FACTOR,
     TOL_FLOAT32,
     TOL_FLOAT64,
     TOL_LOW_FLOOR,
     control_bound,
+    output_tolerance,
+    output_tolerance_rules,
     output_tolerances,
     stage_tolerances,
     within_control,
@@ -64,6 +67,31 @@ def test_policy_values():
     assert output_tolerances("float32", 1e-7, 1e-6) == (1e-5, 1e-5)  # the floor wins
     assert output_tolerances("float32", 1e-7, 1e-4) == (2e-4, 2e-4)  # 2 x fl(Q G)'s error
     assert output_tolerances("float16", 1e-3, 4e-3) == (2e-3 + 1e-6, 8e-3 + 1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("path", ["uncached", "collapsed"])
+def test_one_function_gives_each_output_tolerance_with_its_rule(dtype, path):
+    """The number and its rule come from one branch: the rule, read as arithmetic on the
+    two control errors, gives the number (and None means a constant)."""
+    e_sdpa, e_qg = 3e-4, 7e-4
+    tol, rule = output_tolerance(dtype, path, e_sdpa, e_qg)
+    i = ("uncached", "collapsed").index(path)
+    assert tol == output_tolerances(dtype, e_sdpa, e_qg)[i]
+    assert rule == output_tolerance_rules(dtype)[i]
+    if rule is None:
+        assert tol == output_tolerance(dtype, path, 1.0, 1.0)[0]  # independent of the errors
+        return
+    fed = "Q" if "on Q " in rule or rule.endswith("on Q)") else "fl(Q G)"
+    err = e_sdpa if fed == "Q" else e_qg
+    k = CONTROL_FACTOR["output"]
+    want = max(TOL_FLOAT32, k * err) if rule.startswith("max(") else k * err + TOL_LOW_FLOOR
+    assert tol == want
+
+
+def test_output_tolerance_rejects_an_unknown_path():
+    with pytest.raises(ValueError, match="path"):
+        output_tolerance("float32", "decoded", 1e-7, 1e-7)
 
 
 def test_within_control_is_k_times_the_control_plus_floor():

@@ -13,7 +13,7 @@ import torch.nn.functional as F  # noqa: N812 (torch convention)
 from pyverify.crosscheck.cases import Case
 from pyverify.crosscheck.results import CrosscheckRow
 
-__all__ = ["Comparer", "as_numpy", "sdpa_error", "slice_errors"]
+__all__ = ["Comparer", "Proved", "as_numpy", "proved_ratios", "sdpa_error", "slice_errors"]
 
 
 def as_numpy(x: Any) -> np.ndarray:
@@ -39,6 +39,49 @@ def slice_errors(x: Any, y: Any) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         err = np.where(den > 0, num / np.where(den > 0, den, 1.0), num)
     return np.where(np.isfinite(err), err, np.inf)
+
+
+@dataclass(frozen=True)
+class Proved:
+    """A proved entrywise bound of ``|got - ref|`` for one stage, or why there is none.
+
+    Attributes
+    ----------
+    bound : numpy.ndarray or None
+        Entrywise bound, broadcastable to the compared arrays (:mod:`pyverify.fp.models`).
+    theorems : tuple of str
+        The Lean theorem IDs whose statements the bound evaluates.
+    note : str
+        Why there is no bound (``bound`` None), or what it assumes.
+    """
+
+    bound: np.ndarray | None
+    theorems: tuple[str, ...] = ()
+    note: str = ""
+
+
+def proved_ratios(x: Any, y: Any, bound: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Per slice: the proved bound in the error measure and ``error / bound``; entrywise check.
+
+    The slice's proved bound is ``max(bound) / max|y|`` (the measure of
+    :func:`slice_errors` applied to the bound), so ``error / proved`` compares like with
+    like; the returned flag says whether ``|x - y| <= bound`` holds at every entry (which
+    implies ``error <= proved`` in every slice).
+    """
+    xa, ya = as_numpy(x), as_numpy(y)
+    b = np.broadcast_to(np.asarray(bound, dtype=np.float64), xa.shape)
+    diff = np.abs(xa - ya)
+    ok = bool(np.all(np.isfinite(diff)) and np.all(diff <= b))
+    xa = xa.reshape(-1, *xa.shape[-2:])
+    ya = ya.reshape(-1, *ya.shape[-2:])
+    b = b.reshape(-1, *b.shape[-2:])
+    den = np.abs(ya).max(axis=(-2, -1))
+    den = np.where(den > 0, den, 1.0)
+    proved = b.max(axis=(-2, -1)) / den
+    errs = slice_errors(xa, ya)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(proved > 0, errs / proved, np.where(errs > 0, np.inf, 0.0))
+    return proved, ratio, ok
 
 
 def sdpa_error(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, qg64: torch.Tensor) -> float:
@@ -68,14 +111,28 @@ class Comparer:
         extra_ok: bool = True,
         note: str | None = None,
         rule: str | None = None,
+        proved: Proved | None = None,
     ) -> CrosscheckRow:
         """The row of stage ``name``: ``got`` vs ``ref`` per slice, held to ``tol``.
 
-        ``rule``: how ``tol`` was measured (:func:`pyverify.tolerance.output_tolerance_rules`), None
-        for a constant.
+        ``rule``: how ``tol`` was measured (:func:`pyverify.tolerance.output_tolerance`),
+        None for a constant. ``proved``: the stage's proved bound; the row passes only if
+        every entry is within it (the proved bound is the ceiling of ``tol``).
         """
         errs = slice_errors(got, ref)
-        return self.row(name, errs, tol, theorems, extra_ok=extra_ok, note=note, rule=rule)
+        if proved is None or proved.bound is None:
+            return self.row(
+                name, errs, tol, theorems, extra_ok=extra_ok, note=note, rule=rule,
+                proved_note=proved.note if proved else "",
+            )  # fmt: skip
+        bound_s, ratio, ok = proved_ratios(got, ref, proved.bound)
+        worst = int(np.argmax(ratio)) if ratio.size else 0
+        return self.row(
+            name, errs, tol, theorems, extra_ok=extra_ok and ok, note=note, rule=rule,
+            proved=float(bound_s[worst]) if ratio.size else None,
+            proved_ratio=float(ratio[worst]) if ratio.size else None,
+            proved_theorems=proved.theorems, proved_note=proved.note,
+        )  # fmt: skip
 
     def row(
         self,
@@ -87,6 +144,10 @@ class Comparer:
         extra_ok: bool = True,
         note: str | None = None,
         rule: str | None = None,
+        proved: float | None = None,
+        proved_ratio: float | None = None,
+        proved_theorems: tuple[str, ...] = (),
+        proved_note: str = "",
     ) -> CrosscheckRow:
         """The row of stage ``name`` from per-slice errors already measured."""
         mx = float(np.max(errs)) if errs.size else 0.0
@@ -108,4 +169,8 @@ class Comparer:
             theorems=theorems,
             note=self.note if note is None else note,
             tolerance_rule=rule,
+            proved=proved,
+            proved_ratio=proved_ratio,
+            proved_theorems=proved_theorems,
+            proved_note=proved_note,
         )

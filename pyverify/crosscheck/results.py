@@ -45,6 +45,15 @@ class CrosscheckRow:
     tolerance_rule : str or None
         How ``tolerance`` was measured (it scales with torch SDPA's own error on
         this machine); None when it is a constant.
+    proved : float or None
+        The proved bound in the same measure (``max(bound) / max|y|``) of the slice with
+        the largest ``error / proved``; None where the stage has no proved bound.
+    proved_ratio : float or None
+        The largest ``error / proved`` over the slices (``<= 1`` when it holds).
+    proved_theorems : tuple of str
+        Theorem IDs of the proved bound (``lean/Pldr/Float``).
+    proved_note : str
+        Why a stage has no proved bound, or what its bound assumes.
     """
 
     case: str
@@ -62,12 +71,17 @@ class CrosscheckRow:
     theorems: tuple[str, ...] = ()
     note: str = ""
     tolerance_rule: str | None = None
+    proved: float | None = None
+    proved_ratio: float | None = None
+    proved_theorems: tuple[str, ...] = ()
+    proved_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (tuples as lists)."""
         d = asdict(self)
         d["shape"] = list(self.shape)
         d["theorems"] = list(self.theorems)
+        d["proved_theorems"] = list(self.proved_theorems)
         return d
 
 
@@ -134,13 +148,16 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
     -------
     list of dict
         ``{dtype, path, stage, cases, max_rel, median_rel, tolerance, worst_ratio,
-        passed, tolerance_rule}`` where ``max_rel`` is the largest over the cases,
+        passed, tolerance_rule, proved, proved_ratio, proved_theorems}`` where
+        ``max_rel`` is the largest over the cases,
         ``tolerance`` that case's tolerance (tolerances differ between cases at low
         precision: they scale with torch SDPA's own error), ``median_rel`` the median
         of the cases' medians, ``worst_ratio`` the largest error/tolerance over the
         cases, ``passed`` whether all passed and ``tolerance_rule`` the cases' rules
-        of measured tolerances (``; ``-joined, None when all are constants); sorted by
-        dtype, path, stage order.
+        of measured tolerances (``; ``-joined, None when all are constants),
+        ``proved_ratio`` the largest ``error / proved`` over the cases with ``proved`` its
+        bound (None where no case has one), ``proved_cases`` how many cases have one and
+        ``proved_theorems`` their IDs; sorted by dtype, path, stage order.
     """
     groups: dict[tuple[str, str, str], list[CrosscheckRow]] = {}
     for r in result.rows:
@@ -152,6 +169,8 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
         biggest = max(rows, key=lambda r: r.max_rel)
         ratios = [r.max_rel / r.tolerance if r.tolerance > 0 else math.inf for r in rows]
         rules = sorted({r.tolerance_rule for r in rows if r.tolerance_rule is not None})
+        bounded = [r for r in rows if r.proved_ratio is not None]
+        worst_p = max(bounded, key=lambda r: r.proved_ratio or 0.0) if bounded else None
         out.append(
             {
                 "dtype": dt,
@@ -164,6 +183,10 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
                 "worst_ratio": max(ratios),
                 "passed": all(r.passed for r in rows),
                 "tolerance_rule": "; ".join(rules) if rules else None,
+                "proved": worst_p.proved if worst_p else None,
+                "proved_ratio": worst_p.proved_ratio if worst_p else None,
+                "proved_theorems": sorted({t for r in rows for t in r.proved_theorems}),
+                "proved_cases": len(bounded),
             }
         )
     out.sort(

@@ -14,18 +14,24 @@ def _fmt_e(x: float) -> str:
     return "inf" if not math.isfinite(x) else f"{x:.2e}"
 
 
+def _fmt_p(x: float | None, spec: str = ".2e") -> str:
+    """A proved figure, ``-`` where the stage has no proved bound."""
+    return "-" if x is None else ("inf" if not math.isfinite(x) else format(x, spec))
+
+
 def format_summary(result: CrosscheckResult) -> str:
     """The per (dtype, path, stage) summary as a text table."""
     rows = [
         [
             d["dtype"], d["path"], d["stage"], str(d["cases"]), _fmt_e(d["max_rel"]),
             _fmt_e(d["median_rel"]), _fmt_e(d["tolerance"]), f"{d['worst_ratio']:.2f}",
-            "pass" if d["passed"] else "FAIL",
+            _fmt_p(d["proved"]), _fmt_p(d["proved_ratio"], ".2g"),
+            f"{d['proved_cases']}/{d['cases']}", "pass" if d["passed"] else "FAIL",
         ]
         for d in summarize(result)
     ]  # fmt: skip
     header = ["dtype", "path", "stage", "cases", "max_rel", "median_rel", "tolerance"]
-    return table([*header, "err/tol", "result"], rows)
+    return table([*header, "err/tol", "proved", "err/proved", "bounded", "result"], rows)
 
 
 def format_crosscheck(result: CrosscheckResult) -> str:
@@ -34,19 +40,27 @@ def format_crosscheck(result: CrosscheckResult) -> str:
         [
             r.case.rsplit(f"-{r.device}-", 1)[0], r.path, r.against, "x".join(map(str, r.shape)),
             r.device, r.dtype, r.stage, _fmt_e(r.max_rel), _fmt_e(r.median_rel),
-            _fmt_e(r.tolerance), "pass" if r.passed else "FAIL",
+            _fmt_e(r.tolerance), _fmt_p(r.proved), _fmt_p(r.proved_ratio, ".2g"),
+            "pass" if r.passed else "FAIL",
         ]
         for r in result.rows
     ]  # fmt: skip
     header = ["case", "path", "against", "BxHxSxdk", "device", "dtype", "stage"]
+    more = ["max_rel", "median_rel", "tolerance", "proved", "err/proved", "result"]
     parts = [
-        table([*header, "max_rel", "median_rel", "tolerance", "result"], rows),
+        table([*header, *more], rows),
         "",
         "summary (worst case per dtype, path, stage):",
         format_summary(result),
         "",
     ]
     parts += [f"FAILED {r.case} {r.path} {r.stage}: {r.note}" for r in result.failures if r.note]
+    parts += [
+        f"FAILED {r.case} {r.path} {r.stage}: error {r.max_rel:.3g} exceeds the proved bound "
+        f"{r.proved:.3g} ({', '.join(r.proved_theorems)})"
+        for r in result.failures
+        if r.proved_ratio is not None and r.proved is not None and r.proved_ratio > 1
+    ]
     parts += [f"left out: {key} ({why})" for key, why in sorted(result.left_out.items())]
     k, n = result.shard
     shard = f", shard {k}/{n}" if n > 1 else ""

@@ -37,8 +37,8 @@ DECLARED_FLOATS = frozenset({"tolerance", "absorb_tol", "rank_rtol"})
 #: Identify a cross-check row or summary line in both files.
 _ROW_IDS = ("case", "path", "against", "dtype", "stage")
 _SUMMARY_IDS = ("dtype", "path", "stage")
-_ROW_MEASURED = ("max_rel", "median_rel", "tolerance", "note")
-_SUMMARY_MEASURED = ("max_rel", "median_rel", "tolerance", "worst_ratio")
+_ROW_MEASURED = ("max_rel", "median_rel", "tolerance", "note", "proved", "proved_ratio")
+_SUMMARY_MEASURED = ("max_rel", "median_rel", "tolerance", "worst_ratio", "proved", "proved_ratio")
 
 
 class _Gone:
@@ -115,9 +115,10 @@ def split_crosscheck(cc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
     A row keeps its case, path, stage, dtype, shape, theorems, ``passed``, its
     ``tolerance`` when that is a constant (None when measured) and its
-    ``tolerance_rule``; the errors, the measured tolerance and the note (which
-    quotes measured figures) go to the measurements, with the row's identifying
-    fields.
+    ``tolerance_rule``; the errors, the measured tolerance, the proved bound and
+    ``error / proved`` (both computed from this machine's inputs and errors) and the
+    note (which quotes measured figures) go to the measurements, with the row's
+    identifying fields.
 
     Parameters
     ----------
@@ -147,7 +148,7 @@ def _split_entries(
             {k: v for k, v in e.items() if k not in measured}
             | {"tolerance": e.get("tolerance") if constant_tol else None}
         )
-        moved.append({k: e.get(k) for k in (*ids, *measured)})
+        moved.append({k: e.get(k) for k in ids} | {k: e[k] for k in measured if k in e})
     return kept, moved
 
 

@@ -164,15 +164,27 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         "machine*: the errors and the tolerances that scale with torch SDPA's own error "
         "(they move in their last digits with the CPU and its dispatch; "
         "[measurements.json](measurements.json)); the pass/fail verdicts and constant "
-        "tolerances are in verification.json."
+        "tolerances are in verification.json. *Proved*: the stage's bound from the "
+        "floating-point theorems of `lean/Pldr/Float` (`pyverify/fp/models.py`: each "
+        "implementation's arithmetic, stage by stage, the previous stage's measured "
+        "difference as its input bound), in the same measure; every entry must lie within "
+        "it, so the proved bound is the ceiling of the tolerance. `-`: no proved bound "
+        "(the metric learner: LayerNorm's moments are outside the model; or a premise that "
+        "fails, such as a score error bound above 1)."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
     rows = []
     for s in cc["summary"]:
         ratio = _g(s.get("worst_ratio"), ".2f")
-        rows.append([s["dtype"], s["path"], s["stage"], str(s["cases"]), *_error_cells(s, ratio)])
+        proved = "-" if s.get("proved") is None else _e(s["proved"])
+        p_ratio = "-" if s.get("proved_ratio") is None else _g(s["proved_ratio"], ".2g")
+        if s.get("proved_cases") is not None and s["proved_cases"] < s["cases"]:
+            p_ratio += f" ({s['proved_cases']} of {s['cases']} cases bounded)"
+        cells = _error_cells(s, ratio, proved, p_ratio)
+        rows.append([s["dtype"], s["path"], s["stage"], str(s["cases"]), *cells])
     header = ["dtype", "path", "stage", "cases", "max rel. error", "median", "its tolerance"]
-    lines += _table([*header, "worst error/tol.", "result"], rows)
+    more = ["worst error/tol.", "proved bound", "worst measured/proved", "result"]
+    lines += _table([*header, *more], rows)
     lines += ["", "<details><summary>every comparison</summary>", ""]
     full = []
     for r in cc["rows"]:

@@ -4,7 +4,9 @@
   :mod:`pyverify.conformance`, or the one `PYVERIFY_IMPL` names), the
   lists the tests are parametrised over, derived error bounds;
 * :mod:`~pyverify.testing.strategies` -- Hypothesis strategies for PLGA inputs;
-* :mod:`~pyverify.testing.bounds` -- forward error bounds of each stage (vs mpmath);
+* :mod:`~pyverify.testing.bounds` -- the proved error bounds of the stages (``lean/Pldr/Float``);
+* :mod:`~pyverify.testing.layernorm_bounds` -- the metric learner's derived (unproved) bound;
+* :mod:`~pyverify.testing.fp` -- an implementation's arithmetic and the exact comparisons;
 * :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks;
 * :mod:`~pyverify.testing.pytest_plugin` -- the theorem marker and the ID x implementation matrix.
 """

@@ -11,7 +11,8 @@ are NumPy float64 arrays; results come back as NumPy float64 arrays.
 Tolerances are derived from the unit round-off of the dtype that does the arithmetic
 (``impl.u_compute``: float64 for float64, else float32, as the kernels compute statistics,
 the metric learner and softmax in float32) and of the dtype results are rounded to
-(``impl.u_io``), times the conditioning of the computation; see :func:`attention_bound`.
+(``impl.u_io``), times the conditioning of the computation; :func:`attention_bound` is the
+proved one (``lean/Pldr/Float``, :mod:`pyverify.fp.models`).
 """
 
 from __future__ import annotations
@@ -108,46 +109,41 @@ def params_as_used(impl: Impl, params: PLGAParams) -> PLGAParams:
     )
 
 
-def attention_bound(impl: Impl, q, G, k, v) -> float:
-    """Absolute forward-error bound of one evaluation of ``softmax(Q G K^T / sqrt(dk)) V``.
+def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float:
+    """Proved bound of ``max |computed - exact|`` for ``softmax(Q G K^T / sqrt(dk)) V``.
 
-    For inputs already representable in ``impl.dtype`` (``impl.round``), first order:
-
-    * scores ``E = (Q G) K^T / sqrt(dk)`` are two chained dot products of length dk, so
-      ``|dE| <= gamma_{2dk+1}(u_c) (|Q| |G| |K|^T)/sqrt(dk)`` entrywise (u_c = compute
-      round-off; bf16/fp16 ``Q G`` enters SDPA split into hi + lo parts, exact to
-      ``u_io^2 <= u_c``; the +1 is the scale);
-    * softmax rows move by ``||dp||_1 <= 2 max|dE|`` (its Jacobian ``diag(p) - p p^T``
-      has induced inf->1 norm <= 2), so ``|d(pV)| <= 2 max|dE| max|V|``;
-    * exp, the normaliser and ``p V`` (length S_k sums) add ``gamma_{S_k+4}(u_c) max|V|``;
-    * rounding ``p`` to the input dtype for the ``p V`` product (fused low-precision
-      kernels) and the output to ``impl.dtype`` add ``2 u_io max|V|``.
+    ``[fp_head_output]`` (with ``fp_head_scores`` and ``fp_softmax``):
+    :func:`pyverify.fp.models.attention_bound` for the implementation's arithmetic, on
+    inputs already representable in ``impl.dtype`` with ``G`` as the implementation
+    holds it (None: the identity), causal or not (the larger of the two), at its largest
+    entry.
 
     Parameters
     ----------
     impl : Impl
-        The implementation (gives the round-offs).
+        The implementation (its arithmetic: :func:`pyverify.testing.fp.arith`).
     q, G, k, v : array_like
         The (rounded) operands; ``G`` may be None for the identity.
+    path : str, optional
+        How the scores are formed (:func:`pyverify.fp.models.scores_bound`): default the
+        G-cached head's (``reference``; the kernels' ``sdpa``, ``sdpa_split`` below
+        float32); ``sdpa_rounded`` for the collapsed fast path.
 
     Returns
     -------
     float
         The bound on ``max |computed - exact|``.
     """
-    q, k, v = (np.abs(np.asarray(x, dtype=np.float64)) for x in (q, k, v))
-    dk = q.shape[-1]
-    Ga = np.eye(dk) if G is None else np.abs(np.asarray(G, dtype=np.float64))
-    m_scores = float(np.max(q @ Ga @ k.T) / np.sqrt(dk)) if q.size and k.size else 0.0
-    vmax = float(np.max(v)) if v.size else 0.0
-    uc = impl.u_compute
-    s_k = k.shape[0]
-    low = 2 * impl.u_io if impl.dtype in ("bfloat16", "float16") else 0.0
-    return (
-        2 * gamma(2 * dk + 1, uc) * m_scores * vmax
-        + (gamma(s_k + 4, uc) + low) * vmax
-        + (impl.u_io * vmax)
-    )
+    from pyverify.fp.models import attention_bound as entrywise
+    from pyverify.testing.fp import arith
+
+    ar = arith(impl)
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    G = None if G is None else np.asarray(G, dtype=np.float64)
+    if not (q.size and k.size and v.size):
+        return 0.0
+    causal = (True, False) if q.shape[0] <= k.shape[0] else (False,)
+    return max(float(np.max(entrywise(ar, q, k, v, G, causal=c, path=path))) for c in causal)
 
 
 def model_tolerance(impl: Impl, ref: Decoder, n_tokens: int, G=None) -> float:

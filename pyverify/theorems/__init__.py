@@ -25,7 +25,16 @@ SUMMARIES: dict[str, str] = {
     "rank_one_generator": "A generator with identical rows is rank one; entrywise maps keep that.",
     "hadamard_power_group": "A^(o(s+t)P) = A^(o sP) o A^(o tP) and A^(o 0) = 1 for positive A.",
     "score_perturbation": "|q (G - G*) k^T| is bounded; a top-1 margin > 2 eta keeps the argmax.",
-    # Not in plga-spec.md (issue 30): a bound of the claims ledger's measurement, not of a
+    # floating-point error bounds (lean/Pldr/Float): the tolerances are theorems
+    "fp_summation": "A floating-point sum in any order is within gamma_{n-1} sum |f|.",
+    "fp_dot_product": "A dot product (rounded or fused products, any order): gamma_n |a|.|b|.",
+    "fp_matmul": "Every entry of a floating-point matrix product is within gamma_n (|A| |B|).",
+    "fp_mixed_precision": "Rounded inputs, wide accumulation, rounded output: a product of (1+u).",
+    "fp_softmax": "Computed softmax weights (shift, exp of error u_exp, sum, quotient): bounded.",
+    "fp_head_scores": "Computed scores Q G K^T / sqrt(dk) are bounded, the metric error an input.",
+    "fp_head_output": "Computed attention outputs (fused or normalise-first) are bounded.",
+    "fp_elementwise": "An entrywise stage on a perturbed input: (1 + r) L d + r |f| + eta.",
+    # Not in the upstream spec (issue 30): a bound of the claims ledger's measurement, not of a
     # PLGA stage (see SUITE_IDS).
     "order_parameter_rms_bound": "The pairwise order parameter's RMS form is at most 2.",
 }

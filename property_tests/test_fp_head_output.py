@@ -1,0 +1,85 @@
+"""fp_head_output: computed attention outputs are within the proved bound of softmax(E) V.
+
+Lean: ``Pldr.fp_head_output`` (fused: numerator and denominator accumulated in any order,
+``N^ * (1 / D^)``), ``Pldr.fp_head_output_normalized`` (weights first, then ``p V``) and
+``Pldr.fp_head_output_of_bounds`` (``lean/Pldr/Float/Softmax.lean``, ``Head.lean``), fed
+by ``fp_head_scores`` (the scores' error, the metric ``G`` held in the compute dtype as an
+input bound) and ``fp_softmax_exp`` (the exponentials):
+``|y^ - sum_j p_j v_j| <= (1 + w)((a + beta) mu + H_N sigma)/(1 - beta) + w mu + eta_y``.
+
+Through the protocol's ``plga(q, k, v, params, G=G)`` (the G-cached head: the kernels run
+torch's SDPA on ``Q G``, split ``hi + lo`` below float32) and the optional
+``collapsed(q, k, v, G)`` (``Q G`` rounded once): :func:`pyverify.fp.models.attention_bound`
+with ``mu`` the exact ``sum_j p_ij |v_jc|``. Oracle: mpmath at 50 digits on the same held
+inputs and the unrounded ``G``, compared in mpmath.
+"""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyverify.conformance.subject import not_applicable
+from pyverify.fp.models import attention_bound
+from pyverify.reference import PLGAParams
+from pyverify.reference import mp as rmp
+from pyverify.testing.fp import MP_DPS, arith, mp_excess
+from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.strategies import arrays, examples
+
+pytestmark = pytest.mark.theorem("fp_head_output")
+
+
+def _case(data, impl):
+    dk = data.draw(st.sampled_from([2, 4, 8]), label="dk")
+    s = data.draw(st.integers(1, 8), label="S")
+    dv = data.draw(st.integers(1, 4), label="dv")
+    q, k = (impl.round(data.draw(arrays((s, dk), 2.0), label=n)) for n in ("q", "k"))
+    v = impl.round(data.draw(arrays((s, dv), 3.0), label="v"))
+    G = data.draw(arrays((dk, dk), 2.0), label="G")
+    return q, k, v, G
+
+
+def _exact(q, k, v, G):
+    """The exact output and ``mu = sum_j p_ij |v_jc|`` (an upper bound in float64)."""
+    dk = q.shape[1]
+    params = PLGAParams.random(dk, 1, 0, 0, seed=0)
+    r = rmp.plga_forward_full(q, k, v, params, causal=True, G=G, dps=MP_DPS)
+    ctx = mpmath.MPContext()
+    ctx.dps = MP_DPS
+    w = [[ctx.mpf(r.weights[i, j]) for j in range(k.shape[0])] for i in range(q.shape[0])]
+    mass = np.array([[float(sum(w[i][j] * abs(ctx.mpf(float(v[j, c]))) for j in range(k.shape[0])))
+                      for c in range(v.shape[1])] for i in range(q.shape[0])])  # fmt: skip
+    return r.out, mass * (1 + 2.0**-50)
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@examples(25)
+@given(st.data())
+def test_g_cached_output_within_proved_bound(impl, data):
+    q, k, v, G = _case(data, impl)
+    got = impl.plga(q, k, v, PLGAParams.random(q.shape[1], 1, 0, 0, seed=0), G=G).out
+    ar = arith(impl)
+    held = G if ar.impl == "reference" else impl.hold(G)
+    exact, mass = _exact(q, k, v, G)
+    bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, mass=mass)
+    assert mp_excess(got, exact, bound) <= 1.0
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@examples(15)
+@given(st.data())
+def test_collapsed_output_within_proved_bound(impl, data):
+    if not impl.offers("collapsed"):
+        not_applicable("the optional method collapsed")
+    q, k, v, G = _case(data, impl)
+    got = impl.collapsed(q, k, v, G)
+    ar = arith(impl)
+    held = impl.hold(G)
+    exact, mass = _exact(q, k, v, G)
+    path = "sdpa_rounded" if ar.reduced else ("reference" if ar.impl == "reference" else "sdpa")
+    bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, path=path, mass=mass)
+    assert mp_excess(got, exact, bound) <= 1.0
