@@ -159,17 +159,19 @@ Getter = Callable[[dict[str, Any]], "list[tuple[float, bool]] | None"]
 def signed_mean_conditioned(pair: dict[str, Any]) -> list[tuple[float, bool]]:
     """The signed-mean form's values with whether each is well-conditioned (flat, prompt x layer).
 
-    Conditioning from the two saved forms: denominator / RMS scale = RMS form /
-    signed-mean form (both have the same numerator); where the numerator is 0
-    both forms are exactly 0, a well-defined value.
+    Well-conditioned: ``signed_mean_denominator`` >= :data:`SIGNED_MEAN_FLOOR` x the RMS
+    scale, the scale being ``numerator / rms`` (the RMS form's denominator). A study saved
+    before the parts were recorded has the two forms only; their ratio is the same number
+    (RMS form / signed-mean form = denominator / RMS scale). Where the numerator is 0 both
+    forms are exactly 0, a well-defined value.
     """
-    out = []
-    for rms, sm in zip(flat(pair["rms"]), flat(pair["signed_mean"]), strict=True):
-        if sm == 0.0:
-            out.append((0.0, True))
-        else:
-            out.append((sm, rms / sm >= SIGNED_MEAN_FLOOR))
-    return out
+    rms, sm = flat(pair["rms"]), flat(pair["signed_mean"])
+    if "numerator" in pair and "signed_mean_denominator" in pair:
+        num, den = flat(pair["numerator"]), flat(pair["signed_mean_denominator"])
+        rel = [d * r / n if n > 0 else math.inf for n, d, r in zip(num, den, rms, strict=True)]
+    else:
+        rel = [r / s if s != 0 else math.inf for r, s in zip(rms, sm, strict=True)]
+    return [(s, x >= SIGNED_MEAN_FLOOR) for s, x in zip(sm, rel, strict=True)]
 
 
 def series_getters(rec: dict[str, Any]) -> dict[str, Getter]:

@@ -251,7 +251,7 @@ def legacy(result: dict[str, Any]) -> dict[str, Any]:
             run.pop(k, None)
         for mode in ("prompt_G", "kv_A", "mean_G"):
             for k in ("step_margin_covers_gap", "gap_exceeds_margin"):
-                run["fidelity"][mode].pop(k, None)
+                run.get("fidelity", {}).get(mode, {}).pop(k, None)
         for rec in run["history"]:
             for k in ("row_energy_A", "commutant_residual_rho", "twirl_rho"):
                 rec.pop(k, None)

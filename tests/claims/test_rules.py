@@ -116,7 +116,8 @@ def test_e1_reports_an_ill_conditioned_signed_mean_form_instead_of_using_it():
     assert v.numbers["pairwise signed-mean ill-conditioned (all tensors)"] == "8 of 8"
     # RMS form 1e-8, signed-mean 5e-6: denominator 2e-3 of the RMS scale (well-conditioned)
     # and above COLLAPSED: it decides, and E1 is no longer supported
-    r["runs"]["author"]["history"][-1]["pairwise_order"]["G"]["signed_mean"] = [[5e-6], [5e-6]]
+    g = r["runs"]["author"]["history"][-1]["pairwise_order"]["G"]
+    g["signed_mean"], g["signed_mean_denominator"] = [[5e-6], [5e-6]], [[2e-3], [2e-3]]
     v = e1(author(r))
     assert v.verdict == INCONCLUSIVE
     assert v.numbers["pairwise signed-mean ill-conditioned (all tensors)"] == "6 of 8"

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from fake_study import record, study, trending
+from fake_study import legacy, record, study, trending
 
 from pyverify.claims.rules import COLLAPSED, MOVING, e1, n2, study_subject
 from pyverify.claims.subject import Subject
@@ -101,6 +101,10 @@ def test_ill_conditioned_signed_mean_units_are_left_out():
     trs = run_trends(hist)
     assert trs["G pairwise signed-mean"].status == "ill-conditioned"
     assert trs["G pairwise signed-mean"].excluded == 2
+    saved_before = legacy({"runs": {"r": {"history": hist}}})["runs"]["r"]["history"]
+    assert "numerator" not in saved_before[0]["pairwise_order"]["G"]
+    old = run_trends(saved_before)  # the same conditioning from the two forms alone
+    assert old["G pairwise signed-mean"].status == "ill-conditioned"
     assert trs["G pairwise RMS"].slope == pytest.approx(-1.0, rel=1e-9)
     assert set(trs) >= {"G (S=32)", "A_P (S=64)", "A pairwise RMS", "row energy A"}
 
