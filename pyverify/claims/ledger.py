@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pyverify.claims.rules import GATE_ORDER, gate, rules, scale_line
-from pyverify.claims.verdict import CLAIMS, Verdict
+from pyverify.claims.rules import rules, study_findings
+from pyverify.claims.subject import best_ngram, run_gate, scale_line
+from pyverify.claims.verdict import CLAIMS, FINDINGS, STATEMENTS, Verdict
 from pyverify.errors import InputValueError, MissingInputError
 
 __all__ = [
     "NotAStudyError",
     "build_ledger",
     "format_ledger",
+    "format_row",
     "ledger_json",
     "load_ledger",
     "load_study",
@@ -54,8 +56,8 @@ def load_study(collapse_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | Non
 
 
 def build_ledger(result: dict[str, Any], timings: dict[str, Any] | None) -> list[Verdict]:
-    """E1..E8 verdicts of a study's saved results."""
-    return rules(result, timings)
+    """The rows of a study's saved results: E1..E8, N1, N2, N3, N7, then the findings F1, F2."""
+    return [*rules(result, timings), *study_findings(result)]
 
 
 def load_ledger(collapse_dir: Path) -> tuple[dict[str, Any], list[Verdict]]:
@@ -65,13 +67,16 @@ def load_ledger(collapse_dir: Path) -> tuple[dict[str, Any], list[Verdict]]:
 
 
 def ledger_json(result: dict[str, Any], ledger: list[Verdict]) -> dict[str, Any]:
-    """The float-free, byte-stable ledger record (verdicts, rules, caveats; no numbers)."""
-    ok, _why = gate(result)
+    """The float-free, byte-stable ledger record (outcomes, rules, premises; no numbers)."""
+    order, _ = best_ngram(result)
     return {
         "source": "reports/collapse/collapse.json (and timings.json for E5)",
-        "gate_passed": ok,
-        "gate_order": GATE_ORDER,
-        "claims": [v.to_json() for v in ledger],
+        "gate": {
+            "against": f"the best n-gram order ({order}), causal validation loss",
+            "passed": {n: run_gate(result, n).passed for n in result["runs"]},
+        },
+        "claims": [v.to_json() for v in ledger if v.claim in CLAIMS or v.claim in STATEMENTS],
+        "findings": [v.to_json() for v in ledger if v.claim in FINDINGS],
     }
 
 
@@ -81,15 +86,42 @@ def _fmt(x: float | int | str) -> str:
     return str(x)
 
 
+def _nums(d: dict[str, float | int | str]) -> str:
+    return "; ".join(f"{k} {_fmt(x)}" for k, x in d.items())
+
+
+def format_row(v: Verdict) -> list[str]:
+    """One row as plain text: outcome, scope, premise, numbers, trend, rule and caveat."""
+    met = {True: "met", False: "NOT MET", None: "not measured"}[v.premise_met]
+    lines = [
+        f"{v.claim} {v.label.upper()} -- {v.statement}",
+        f"   decided by: {v.decided_by}",
+        f"   scope: {v.scope}",
+        f"   premise ({met}): {v.premise}",
+    ]
+    if v.numbers:
+        lines.append(f"   numbers: {_nums(v.numbers)}")
+    if v.trend or v.trend_numbers:
+        lines.append(f"   trend: {v.trend}" + (f" ({_nums(v.trend_numbers)})" if v.trend_numbers
+                                               else ""))  # fmt: skip
+    lines.append(f"   rule: {v.rule}")
+    if v.caveat:
+        lines.append(f"   caveat: {v.caveat}")
+    return lines
+
+
 def format_ledger(result: dict[str, Any], ledger: list[Verdict]) -> str:
     """The ledger as plain text (``pyverify claims``)."""
-    _ok, why = gate(result)
-    lines = [f"claims ledger ({scale_line(result)})", f"gate: {why}", ""]
+    order, best = best_ngram(result)
+    passed = [n for n in result["runs"] if run_gate(result, n).passed]
+    lines = [
+        f"claims ledger ({scale_line(result)})",
+        f"gate: beat the best n-gram (order {order}, {best:.3f} nats/byte, causal loss); "
+        f"runs that do: {', '.join(passed) or 'none'}",
+        "",
+    ]
     for v in ledger:
-        lines.append(f"{v.claim} {v.verdict.upper()} -- {CLAIMS[v.claim]}")
-        lines.append(f"   decided by: {v.decided_by}")
-        if v.numbers:
-            lines.append("   numbers: " + "; ".join(f"{k} {_fmt(x)}" for k, x in v.numbers.items()))
-        lines.append(f"   rule: {v.rule}")
-        lines.append(f"   caveat: {v.caveat}")
+        if v.claim == "F1":
+            lines += ["", "findings of the study (not claims of the paper)", ""]
+        lines += format_row(v)
     return "\n".join(lines)

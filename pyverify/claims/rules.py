@@ -1,38 +1,69 @@
-"""The verdict rules: one function per claim, on records (a study run's or a checkpoint's).
+"""The verdict rules: one function per claim (E1-E8) and newer statement (N1-N3, N7).
 
-A rule judges a :class:`Subject`: one model's records (a study run's history,
-or the single record of ``pyverify diagnose --checkpoint``, which has no step
-0) and its final measurements, both in the schema of :mod:`pyverify.measure`.
-:func:`rules` judges the ablation study's saved ``collapse.json`` (and, for E5
-only, ``timings.json``), with the gate below; :func:`checkpoint_rules` judges a
-checkpoint's measurements with the same functions, without a gate. Every
-verdict is computed here by the thresholds below; nothing is typed in. The
-thresholds were written before the first full run of the study.
+A rule judges :class:`~pyverify.claims.subject.Subject` s (a study run, the
+step-0 record of a run, or the single record of ``pyverify diagnose
+--checkpoint``) in the schema of :mod:`pyverify.measure`. :func:`rules` judges
+the saved study (``collapse.json``; ``timings.json`` for E5);
+:func:`checkpoint_rules` judges a checkpoint with the same functions, without
+a gate (a checkpoint's training is not the suite's to judge) and without step
+0 or trends. Every outcome is computed here from the thresholds below;
+nothing is typed in. Each rule states its scope and checks, in order
+(:func:`~pyverify.claims.subject.outcome`): the gate of every run it uses, its
+premise, then the end point; trends (:mod:`pyverify.claims.trends`) may name
+the direction where the end point cannot decide.
 
-The gate: a specimen that does not beat the n-gram baseline has not learned
-its corpus and cannot speak for or against the paper, so every claim the
-``author`` run decides is "inconclusive" then (and when it diverged). E5 is
-exempt: the wall time of a fixed architecture does not depend on what its
-weights learned. The gate compares the CAUSAL validation loss (each position
-predicted from its prefix alone, :func:`pyverify.measure.loss.causal_val_loss`):
-G is computed from the whole window, so the teacher-forced loss sees later
-tokens through G. This was changed after the first full run, where
-``spread-init`` reached a teacher-forced 0.5 nats/byte, below every n-gram: a
-leak, not learning. No verdict threshold was changed.
+Thresholds. ``COLLAPSED`` ... ``E5_REJECT`` were written before the first full
+run of the study and are unchanged. ``E5_MIN_REPEATS``, ``N1_KL``, ``N1_RMS``,
+``N1_MIN_REPLICAS``, ``ROW_COLLAPSED``, ``REOPEN_RTOL`` (here),
+``SIGNED_MEAN_FLOOR`` and the trend settings (:mod:`pyverify.claims.trends`)
+and ``LEAK_NATS`` (:mod:`pyverify.claims.findings`) were fixed before the
+first full run of the phase-1 study, each with its reason; none is tuned
+toward a result. E6's twirl leg moved from G to the density operator (the
+object the paper and the author's audit name), under the same cut-off
+``TWIRLED``.
+
+A rule that gives the same outcome on the step-0 record as on a trained model
+says why in its rule text (``tests/claims/test_init_and_frozen.py`` feeds every
+rule both).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
+import itertools
+from collections.abc import Sequence
 from typing import Any
 
-from pyverify.claims.stats import flat, last, mmm, op_grid, pair_values
+from pyverify.claims.findings import LEAK_NATS, comparison_row, exposure_finding, findings
+from pyverify.claims.stats import flat, mmm, op_grid, pair_values
+from pyverify.claims.subject import (
+    Gate,
+    Subject,
+    TrendCall,
+    best_ngram,
+    outcome,
+    run_gate,
+    scale_line,
+    study_subject,
+)
+from pyverify.claims.trends import (
+    SIGNED_MEAN_FLOOR,
+    TREND_CI,
+    Trend,
+    difference,
+    series_getters,
+    signed_mean_conditioned,
+    trend,
+)
 from pyverify.claims.verdict import (
     BY_CONSTRUCTION,
+    HOLDS_AT_INIT,
     INCONCLUSIVE,
+    NOT_MEASURED,
     NOT_SUPPORTED,
+    PREMISE_ABSENT,
     SUPPORTED,
+    TRENDING_AWAY,
+    TRENDING_TOWARD,
     Verdict,
 )
 
@@ -41,22 +72,45 @@ __all__ = [
     "BY_CONSTRUCTION_TEST",
     "COLLAPSED",
     "CONTRACTIVE",
+    "E5_MIN_REPEATS",
     "E5_REJECT",
     "E5_SUPPORT",
-    "GATE_ORDER",
     "INIT_NOT_SINGULAR",
+    "LEAK_NATS",
     "MOVING",
+    "N1_KL",
+    "N1_MIN_REPLICAS",
+    "N1_RMS",
     "RANK_ONE",
+    "REOPEN_RTOL",
+    "ROW_COLLAPSED",
     "TWIRLED",
+    "Gate",
     "Subject",
+    "best_ngram",
     "checkpoint_rules",
+    "e1",
+    "e2",
+    "e3",
+    "e4",
+    "e5",
+    "e6",
+    "e7",
+    "e8",
+    "findings",
+    "gate",
+    "n1",
+    "n2",
+    "n3",
+    "n7",
+    "reopenings",
     "rules",
+    "run_gate",
+    "scale_line",
+    "study_findings",
+    "study_subject",
 ]
 
-GATE_ORDER = 3
-"""The n-gram order ``author`` must beat: the interpolated trigram the issue names
-(chosen after seeing the n-gram losses, before any full run of the model).
-The higher orders are reported beside it in the caveats."""
 COLLAPSED = 1e-6
 """An order parameter at most this is collapsed (the paper reports 1e-6 to 1e-11)."""
 MOVING = 1e-3
@@ -68,13 +122,33 @@ INIT_NOT_SINGULAR = 1e-2
 A_LM_FULL_RANK_FRAC = 0.5
 """A_LM "near full rank": median numerical rank at least this fraction of dk."""
 TWIRLED = 0.1
-"""RoPE-commutant residual of the mean G at most this: the rotary twirl holds."""
+"""RoPE-commutant residual at most this: the rotary twirl holds (now on the density operator)."""
 CONTRACTIVE = 1.0
 """The metric learner's Jacobian top singular value below this on visited rows: contraction."""
 E5_SUPPORT = 2.0
 """G-cache speed-up (over the author's KV-cache storing A) at least this: "about 3x" holds."""
 E5_REJECT = 1.25
 """G-cache speed-up below this: not supported."""
+E5_MIN_REPEATS = 5
+"""E5's premise: at least this many interleaved timing repeats per run, so the spread of
+the speed-up is seen (the first study kept the best of 3 and the same architecture gave
+1.10x to 2.13x across runs)."""
+N1_KL = 0.03
+"""N1: mean KL (nats) of the mean-operator cache against full recomputation, at most this
+(the author's target, ``cache_state_contract.py``)."""
+N1_RMS = 0.25
+"""N1: relative centred RMS at most this (the author's target; centred over replicas)."""
+N1_MIN_REPLICAS = 2
+"""N1: the relative centred RMS centres over independent training replicas: it needs at
+least two per run (the author used six); the study trains one."""
+ROW_COLLAPSED = RANK_ONE**2
+"""N2: row energy of A (the author's ``row``) at most this: rows collapsed. The row energy
+is the square of the identical-rows residual of one input, so this is E3's cut-off on
+the residual, squared."""
+REOPEN_RTOL = 1e-12
+"""N3: a row-energy increment re-opens when it exceeds this fraction of the previous value:
+far above float64 rounding of the statistic (about 1e-15 relative), so a counted re-opening
+is a change of the model, not of the arithmetic (the probes are the same at every step)."""
 BY_CONSTRUCTION_TEST = (
     "property_tests/test_cache_equivalence.py::"
     "test_any_stack_a_cached_decoding_equals_g_cached_decoding"
@@ -82,44 +156,14 @@ BY_CONSTRUCTION_TEST = (
 """The property test showing that a cache keeping the prompt's A equals G-cache decoding."""
 
 AUTHOR, SUB, FROZEN = "author", "subcritical", "frozen"
+ROW_ORDER = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "N1", "N2", "N3", "N7")
 AUDIT = (
     "a verdict on the small specimen, not on the released checkpoints: the author's audit "
     "of 110M-5 (docs/paper-claims.md) finds G bitwise invariant and A rank one; "
     "`pyverify diagnose --checkpoint` decides these rows on a checkpoint"
 )
-
-
-@dataclass(frozen=True)
-class Subject:
-    """What a rule judges: one model's records and final measurements.
-
-    Attributes
-    ----------
-    by : str
-        What decides (a run's name, or ``checkpoint FILE``).
-    history : list of dict
-        Records (:func:`pyverify.measure.measure_record` keys); a checkpoint has one.
-    final : dict
-        Final measurements (:func:`pyverify.measure.measure_final` keys; ``{}``: none).
-    dk : int
-        Head width.
-    scope : str
-        The caveat line naming what was measured (the specimen's scale, the prompts).
-    from_init : bool
-        Whether ``history[0]`` is the step-0 record of a training run.
-    """
-
-    by: str
-    history: list[dict[str, Any]]
-    final: dict[str, Any] = field(default_factory=dict)
-    dk: int = 0
-    scope: str = ""
-    from_init: bool = False
-
-    @property
-    def last(self) -> dict[str, Any]:
-        """The last record."""
-        return self.history[-1]
+Numbers = dict[str, float | int | str]
+TENSORS = ("A", "A_LM", "A_P", "G")
 
 
 def _s_keys(rec: dict[str, Any]) -> list[str]:
@@ -133,149 +177,112 @@ def _s_main(rec: dict[str, Any]) -> str:
     return _s_keys(rec)[-1]
 
 
-@lru_cache(maxsize=8)
-def _n_params(model_items: tuple[tuple[str, Any], ...]) -> int:
-    from pyverify.collapse.model import ModelConfig, PLDRDecoder
-
-    cfg = ModelConfig(**dict(model_items))
-    return sum(p.numel() for p in PLDRDecoder(cfg, init=False).parameters())
+def _m3(values: list[float]) -> str:
+    lo, med, hi = mmm(values)
+    return f"{lo:.3g} / {med:.3g} / {hi:.3g}"
 
 
-def scale_line(result: dict[str, Any]) -> str:
-    """One line: the specimen's size and tokens beside the paper's."""
-    s = result["settings"]
-    n = _n_params(tuple(sorted(s["model"].items())))
-    tokens = s["steps"] * s["batch"] * s["seq"]
-    return (
-        f"specimen {n / 1e6:.2f}M parameters, {tokens / 1e6:.1f}M byte tokens seen, "
-        f"context {s['seq']}; paper 110M parameters, about 8e9 tokens, context 1024"
-    )
+def _g_collapsed(rec: dict[str, Any]) -> bool:
+    """G's order parameter at most COLLAPSED in every layer x head at every probe length."""
+    return all(x <= COLLAPSED for S in _s_keys(rec) for x in op_grid(rec, "G", S))
 
 
-def _dk(result: dict[str, Any]) -> int:
-    m = result["settings"]["model"]
-    return m["d_model"] // m["num_heads"]
+def _g_premise(s: Subject) -> tuple[str, bool, Numbers]:
+    """The premise of a claim about a collapsed model, its status and what was measured."""
+    rec = s.last
+    nums: Numbers = {f"G order param. (S={S}) min/median/max": _m3(op_grid(rec, "G", S))
+                     for S in _s_keys(rec)}  # fmt: skip
+    text = f"G collapsed: order parameter <= {COLLAPSED:g} in every layer x head at every S"
+    return text, _g_collapsed(rec), nums
 
 
-def study_subject(result: dict[str, Any], name: str) -> Subject:
-    """The study run ``name`` as a :class:`Subject` (its final measurements from the run entry)."""
-    run = result["runs"][name]
-    final = {k: v for k, v in run.items() if k not in ("spec", "history", "diverged")}
-    return Subject(name, run["history"], final, _dk(result), scale_line(result), True)
+def gate(result: dict[str, Any], name: str = AUTHOR) -> tuple[bool, str]:
+    """Whether run ``name`` beats the best n-gram order, with the sentence and its figures."""
+    g = run_gate(result, name)
+    figs = ", ".join(f"{k} {x:.3f}" for k, x in g.figures.items())
+    return g.passed, g.why + (f" ({figs} nats/byte)" if figs else "")
 
 
-def _gate_figures(result: dict[str, Any]) -> tuple[bool, str, dict[str, float | int | str]]:
-    """``(passed, number-free reason, figures)`` of the gate."""
-    run = result["runs"].get(AUTHOR)
-    if run is None or not run.get("history"):
-        return False, "no author run", {}
-    if "diverged" in run:
-        return False, "the author run diverged", {}
-    if "causal_val_loss" not in run:
-        return False, "no causal validation loss saved (rerun `pyverify collapse --resume`)", {}
-    base = result["baseline"]["val_loss_by_order"]
-    order = min(GATE_ORDER, len(base))
-    v = run["causal_val_loss"]
-    best = min(base)
-    ok = v < base[order - 1]
-    rel = "beats" if ok else "does not beat"
-    also = "also beats" if v < best else "does not beat"
-    why = (
-        f"author's causal validation loss {rel} the {order}-gram baseline and {also} the "
-        f"best n-gram (order {base.index(best) + 1})"
-    )
-    figures: dict[str, float | int | str] = {
-        "author causal val loss": v,
-        "author teacher-forced val loss": last(run)["val_loss"],
-        f"{order}-gram val loss": base[order - 1],
-        "best n-gram val loss": best,
-    }
-    return ok, why, figures
+def _trend_numbers(trs: Sequence[Trend], prefix: str = "") -> Numbers:
+    return {f"{prefix}{t.series} log-slope": t.text() for t in trs}
 
 
-def gate(result: dict[str, Any]) -> tuple[bool, str]:
-    """Whether ``author`` beat the gate baseline, with the sentence (and figures) saying so."""
-    ok, why, figures = _gate_figures(result)
-    if figures:
-        why += " (" + ", ".join(f"{k} {x:.3f}" for k, x in figures.items()) + " nats/byte)"
-    return ok, why
+def _g_trends(s: Subject) -> list[Trend]:
+    getters = series_getters(s.history[0])
+    return [trend(s.history, f"G (S={S})", getters[f"G (S={S})"]) for S in _s_keys(s.last)]
 
 
-def _apply_gate(result: dict[str, Any], v: Verdict) -> Verdict:
-    """``v`` turned "inconclusive" when the author run fails the gate (the numbers kept).
-
-    The caveat stays number-free (it goes into the byte-stable JSON); the gate's
-    figures join the verdict's numbers.
-    """
-    ok, why, figures = _gate_figures(result)
-    if ok:
-        return v
-    return Verdict(
-        v.claim,
-        INCONCLUSIVE,
-        v.decided_by,
-        v.rule,
-        f"gate failed: {why} (the rule alone would say {v.verdict!r}); {v.caveat}",
-        {**figures, **v.numbers},
-    )
+_CI = f"{TREND_CI:.0%} interval of the mean log-slope over layer x head"
 
 
-def _g_stats(rec: dict[str, Any], S: str) -> dict[str, float]:
-    lo, med, hi = mmm(op_grid(rec, "G", S))
-    return {"G min": lo, "G median": med, "G max": hi}
+def _falling_trend(s: Subject, what: str) -> TrendCall:
+    """E1's trend: G falling (toward invariance) or rising at every S."""
+    trs = _g_trends(s)
+    dirs = {t.direction for t in trs}
+    nums = _trend_numbers(trs, f"{s.by} ")
+    if dirs == {"falling"}:
+        return TrendCall(TRENDING_TOWARD, f"{what} falls at every S ({_CI} below 0)", nums)
+    if dirs == {"rising"}:
+        return TrendCall(TRENDING_AWAY, f"{what} rises at every S ({_CI} above 0)", nums)
+    status = ", ".join(sorted(dirs))
+    return TrendCall(None, f"{what}: no trend read at every S ({status})", nums)
 
 
 def e1(s: Subject, frozen: Subject | None = None) -> Verdict:
     """E1: every deductive tensor's order parameter at most COLLAPSED, both forms, every S."""
     rule = (
         f"supported if the final order parameter of A, A_LM, A_P, G is <= {COLLAPSED:g} in every "
-        f"layer x head at every S and in the author's pairwise form (RMS and signed-mean); "
-        f"not supported if the median over heads of G's is >= {MOVING:g}; else inconclusive"
+        f"layer x head at every S and in the author's pairwise form (RMS, and signed-mean where "
+        f"well-conditioned: denominator >= {SIGNED_MEAN_FLOOR:g} of the RMS scale); not "
+        f"supported if the median over heads of G's is >= {MOVING:g}; else inconclusive; where "
+        "the gate fails or the end point is between, G's trend (falling / rising at every S) "
+        "gives trending toward / away"
     )
     rec = s.last
     S_all = _s_keys(rec)
-    worst = max(
-        max(op_grid(rec, t, S) for S in S_all for t in ("A", "A_LM", "A_P", "G"))
-        + [
-            max(pair_values(rec, t, f))
-            for t in ("A", "A_LM", "A_P", "G")
-            for f in ("rms", "signed_mean")
-        ]
-    )
-    S = _s_main(rec)
-    nums: dict[str, float | int | str] = {}
+    S = S_all[-1]
+    nums: Numbers = {}
+    for SS in S_all:
+        if s.from_init:
+            nums[f"G step 0 (S={SS}) min/median/max"] = _m3(op_grid(s.history[0], "G", SS))
+        nums[f"G end (S={SS}) min/median/max"] = _m3(op_grid(rec, "G", SS))
     if s.from_init:
-        nums[f"step 0 G median (S={S})"] = mmm(op_grid(s.history[0], "G", S))[1]
-    nums.update(
-        {
-            **{f"{k} (S={S})": x for k, x in _g_stats(rec, S).items()},
-            "G pairwise RMS max": max(pair_values(rec, "G")),
-            "G pairwise signed-mean max": max(pair_values(rec, "G", "signed_mean")),
-            "A median": mmm(op_grid(rec, "A", S))[1],
-            "worst of all": worst,
-        }
+        nums["G pairwise RMS step 0 min/median/max"] = _m3(pair_values(s.history[0], "G"))
+    nums["G pairwise RMS end min/median/max"] = _m3(pair_values(rec, "G"))
+    sm = [v for t in TENSORS for v in signed_mean_conditioned(rec["pairwise_order"][t])]
+    good = [x for x, ok in sm if ok]
+    nums["pairwise signed-mean ill-conditioned (all tensors)"] = (
+        f"{len(sm) - len(good)} of {len(sm)}"
     )
+    if good:
+        nums["pairwise signed-mean, well-conditioned max"] = max(good)
+    nums[f"A end (S={S}) median"] = mmm(op_grid(rec, "A", S))[1]
     if frozen is not None and frozen.history:
-        nums[f"frozen G median (S={S})"] = mmm(op_grid(frozen.last, "G", S))[1]
-    if worst <= COLLAPSED:
-        verdict = SUPPORTED
-    elif mmm(op_grid(rec, "G", S))[1] >= MOVING:
-        verdict = NOT_SUPPORTED
-    else:
-        verdict = INCONCLUSIVE
-    return Verdict("E1", verdict, s.by, rule, s.scope, nums)
+        nums[f"control frozen: G end (S={S}) median"] = mmm(op_grid(frozen.last, "G", S))[1]
+
+    def decide() -> str:
+        suite = [x for SS in S_all for t in TENSORS for x in op_grid(rec, t, SS)]
+        rms = [x for t in TENSORS for x in pair_values(rec, t)]
+        if max(suite + rms + good) <= COLLAPSED:
+            return SUPPORTED
+        return NOT_SUPPORTED if mmm(op_grid(rec, "G", S))[1] >= MOVING else INCONCLUSIVE
+
+    return outcome(
+        "E1", [s], rule=rule, scope=s.scope, caveat=AUDIT, numbers=nums, decide=decide,
+        trend=_falling_trend(s, "G's order parameter (suite form)") if s.from_init else None,
+    )  # fmt: skip
 
 
-def _fidelity_rows(s: Subject) -> tuple[dict[str, Any], dict[str, float | int | str]]:
-    fid = s.final["fidelity"]
-    nums: dict[str, float | int | str] = {"prompts": fid["n_prompts"]}
-    for mode in ("prompt_G", "kv_A", "mean_G"):
+def _fid_numbers(fid: dict[str, Any]) -> Numbers:
+    nums: Numbers = {"prompts": fid["n_prompts"], "min top-1 margin": fid["min_top1_margin"]}
+    for mode in ("prompt_G", "mean_G"):
         f = fid[mode]
         nums[f"{mode} tokens identical"] = f["tokens_identical"]
         nums[f"{mode} max logit gap"] = f["max_logit_gap"]
-        nums[f"{mode} margin covers gap"] = f["margin_covers_gap"]
-    nums["min top-1 margin"] = fid["min_top1_margin"]
-    return fid, nums
+        for k in ("step_margin_covers_gap", "gap_exceeds_margin"):
+            if k in f:
+                nums[f"{mode} {k.replace('_', ' ')}"] = f[k]
+    return nums
 
 
 def _g_bitwise_invariant(s: Subject) -> bool:
@@ -289,46 +296,76 @@ _BITWISE = (
     "then every cached G is the recomputed one"
 )
 _E28_CAVEAT = (
-    "kv_A (the author's KV-cache: A frozen at the prompt, A=kvcache[2]) equals prompt_G by "
-    f"construction ({BY_CONSTRUCTION_TEST}); only full recomputation decides"
+    "decided on the prompt's G-cache; kv_A (the author's KV-cache: A frozen at the prompt, "
+    f"A=kvcache[2]) equals it by construction ({BY_CONSTRUCTION_TEST}), so it is not counted "
+    "again; only full recomputation decides"
 )
 
 
 def e2(s: Subject) -> Verdict:
     """E2: against full recomputation, every deviation within the decoding margin."""
     rule = (
-        "against FULL RECOMPUTATION (greedy, teacher-forced logits): supported if for prompt_G "
-        "and kv_A every prompt's top-1 margin exceeds twice its max logit gap; not supported "
-        "if any greedy token differs; else inconclusive" + _BITWISE
+        "on a collapsed model, prompt's G-cache against FULL RECOMPUTATION (teacher-forced on "
+        "the uncached tokens, step by step): supported if on every prompt every step's top-1 "
+        "margin exceeds twice its logit gap (the deviation cannot move the argmax); not "
+        "supported if on some prompt a step's gap is at least its margin (a deviation as large "
+        "as the decision margin); else inconclusive; decided on margins against gaps, never on "
+        "tokens (E8's)" + _BITWISE
     )
-    fid, nums = _fidelity_rows(s)
-    n = fid["n_prompts"]
-    modes = (fid["prompt_G"], fid["kv_A"])
-    if _g_bitwise_invariant(s):
-        verdict = BY_CONSTRUCTION
-    elif all(m["margin_covers_gap"] == n for m in modes):
-        verdict = SUPPORTED
-    elif any(m["tokens_identical"] < n for m in modes):
-        verdict = NOT_SUPPORTED
-    else:
-        verdict = INCONCLUSIVE
-    return Verdict("E2", verdict, s.by, rule, _E28_CAVEAT + "; " + s.scope, nums)
+    premise, met, nums = _g_premise(s)
+    fid = s.final.get("fidelity")
+
+    def decide() -> str | tuple[str, str]:
+        if _g_bitwise_invariant(s):
+            return BY_CONSTRUCTION
+        f, n = fid["prompt_G"], fid["n_prompts"]  # type: ignore[index]
+        covered = f.get("step_margin_covers_gap", f["margin_covers_gap"])
+        if covered == n:
+            return SUPPORTED
+        if "gap_exceeds_margin" not in f:
+            return INCONCLUSIVE, NOT_MEASURED
+        return NOT_SUPPORTED if f["gap_exceeds_margin"] > 0 else INCONCLUSIVE
+
+    if fid:
+        nums.update(_fid_numbers(fid))
+    return outcome(
+        "E2", [s], rule=rule, scope=s.scope, caveat=_E28_CAVEAT, numbers=nums, premise=premise,
+        premise_met=met if fid else None, decide=decide,
+    )  # fmt: skip
 
 
 def e8(s: Subject) -> Verdict:
     """E8: greedy tokens identical to full recomputation on every prompt."""
     rule = (
-        "supported if the greedy tokens of prompt_G and kv_A equal full recomputation's on "
-        "every prompt; not supported otherwise" + _BITWISE
+        "on a collapsed model: supported if the greedy tokens of the prompt's G-cache equal "
+        "full recomputation's on every prompt; not supported otherwise; decided on tokens "
+        "alone. On a prompt that E2's step certificate covers, identical tokens follow from it "
+        "(score_perturbation), so E8's own evidence is the uncertified prompts, reported apart"
+        + _BITWISE
     )
-    fid, nums = _fidelity_rows(s)
-    n = fid["n_prompts"]
-    ok = all(fid[m]["tokens_identical"] == n for m in ("prompt_G", "kv_A"))
-    verdict = BY_CONSTRUCTION if _g_bitwise_invariant(s) else SUPPORTED if ok else NOT_SUPPORTED
-    return Verdict("E8", verdict, s.by, rule, _E28_CAVEAT + "; " + s.scope, nums)
+    premise, met, nums = _g_premise(s)
+    fid = s.final.get("fidelity")
+
+    def decide() -> str:
+        if _g_bitwise_invariant(s):
+            return BY_CONSTRUCTION
+        f = fid["prompt_G"]  # type: ignore[index]
+        return SUPPORTED if f["tokens_identical"] == fid["n_prompts"] else NOT_SUPPORTED  # type: ignore[index]
+
+    if fid:
+        f, n = fid["prompt_G"], fid["n_prompts"]
+        cov = f.get("step_margin_covers_gap", f["margin_covers_gap"])
+        nums.update({"prompts": n, "tokens identical": f["tokens_identical"],
+                     "certified by E2 (not counted again)": cov,
+                     "uncertified prompts with identical tokens":
+                         f"{f['tokens_identical'] - cov} of {n - cov}"})  # fmt: skip
+    return outcome(
+        "E8", [s], rule=rule, scope=s.scope, caveat=_E28_CAVEAT, numbers=nums, premise=premise,
+        premise_met=met if fid else None, decide=decide,
+    )  # fmt: skip
 
 
-def e3(s: Subject) -> Verdict:
+def e3(s: Subject, frozen: Subject | None = None) -> Verdict:
     """E3: A rank one with identical rows (learned, not inherited), A_LM near full rank.
 
     Without a step-0 record (a checkpoint) whether the singularity is learned or
@@ -339,13 +376,14 @@ def e3(s: Subject) -> Verdict:
         f"{RANK_ONE:g} in every head, at step 0 the median sigma2/sigma1 is > {INIT_NOT_SINGULAR:g}"
         f" (where a step 0 is recorded) and A_LM's median numerical rank >= "
         f"{A_LM_FULL_RANK_FRAC:g} dk; not supported if the final median sigma2/sigma1 of A is > "
-        f"{INIT_NOT_SINGULAR:g}; else inconclusive"
+        f"{INIT_NOT_SINGULAR:g}; else inconclusive; the frozen control (metric learner at init) "
+        "shows how much of a drop of sigma2/sigma1 the query weights alone give"
     )
     rec = s.last
     ratio = flat(rec["sigma2_over_sigma1_A"])
     rows = flat(rec["identical_rows_residual_A"])
     rank_lm = flat(rec["numerical_rank_A_LM"])
-    nums: dict[str, float | int | str] = {}
+    nums: Numbers = {}
     init_ok = True
     if s.from_init:
         init_ratio = mmm(flat(s.history[0]["sigma2_over_sigma1_A"]))[1]
@@ -353,9 +391,7 @@ def e3(s: Subject) -> Verdict:
         init_ok = init_ratio > INIT_NOT_SINGULAR
     nums.update(
         {
-            "sigma2/sigma1 A end min": min(ratio),
-            "sigma2/sigma1 A end median": mmm(ratio)[1],
-            "sigma2/sigma1 A end max": max(ratio),
+            "sigma2/sigma1 A end min/median/max": _m3(ratio),
             "identical-rows residual max": max(rows),
             "cross-head residual max": max(flat(rec["cross_head_residual_A"])),
             "A_LM rank median": mmm(rank_lm)[1],
@@ -363,109 +399,220 @@ def e3(s: Subject) -> Verdict:
             "A_LM floor fraction max": max(flat(rec["floor_fraction_A_LM"])),
         }
     )
-    if (
-        max(ratio) <= RANK_ONE
-        and max(rows) <= RANK_ONE
-        and init_ok
-        and mmm(rank_lm)[1] >= A_LM_FULL_RANK_FRAC * s.dk
-    ):
-        verdict = SUPPORTED
-    elif mmm(ratio)[1] > INIT_NOT_SINGULAR:
-        verdict = NOT_SUPPORTED
-    else:
-        verdict = INCONCLUSIVE
-    caveat = s.scope if s.from_init else s.scope + "; learned vs inherited: not decidable here"
-    return Verdict("E3", verdict, s.by, rule, caveat, nums)
+    if frozen is not None and frozen.history:
+        nums["control frozen: sigma2/sigma1 A end median"] = mmm(
+            flat(frozen.last["sigma2_over_sigma1_A"])
+        )[1]
+
+    def decide() -> str:
+        if (
+            max(ratio) <= RANK_ONE
+            and max(rows) <= RANK_ONE
+            and init_ok
+            and mmm(rank_lm)[1] >= A_LM_FULL_RANK_FRAC * s.dk
+        ):
+            return SUPPORTED
+        return NOT_SUPPORTED if mmm(ratio)[1] > INIT_NOT_SINGULAR else INCONCLUSIVE
+
+    caveat = AUDIT if s.from_init else AUDIT + "; learned vs inherited: not decidable here"
+    return outcome("E3", [s], rule=rule, scope=s.scope, caveat=caveat, numbers=nums,
+                   decide=decide)  # fmt: skip
 
 
 def e4(author: Subject, sub: Subject | None) -> Verdict:
-    """E4: the author run collapses and the subcritical run does not."""
+    """E4: the critical run collapses and the subcritical run does not (or their trends)."""
     rule = (
-        f"supported if author's final G order parameter is <= {COLLAPSED:g} in every head and "
-        f"subcritical's median is >= {MOVING:g}; not supported if subcritical's median is <= "
-        f"author's or author's median is >= {MOVING:g}; else inconclusive"
+        f"premise: the critical (author) run collapsed (G's order parameter <= {COLLAPSED:g} in "
+        f"every head at every S); then supported if subcritical's median is >= {MOVING:g}, not "
+        f"supported if subcritical collapsed too, else inconclusive. Where the gate fails or the "
+        "premise is absent: trending toward if author's G falls at every S and subcritical's "
+        "slope exceeds author's at every S (the interval of the difference above 0); trending "
+        "away if subcritical's slope is below author's at every S"
     )
-    by = f"{author.by} vs {SUB}"
     if sub is None or not sub.history:
-        return Verdict("E4", INCONCLUSIVE, by, rule, "no usable subcritical run")
+        return outcome("E4", [author], rule=rule, scope=author.scope, caveat="", numbers={},
+                       premise="a subcritical run", premise_met=None,
+                       decide=lambda: INCONCLUSIVE, by=f"{author.by} vs {SUB}")  # fmt: skip
     S = _s_main(author.last)
-    a, s = mmm(op_grid(author.last, "G", S)), mmm(op_grid(sub.last, "G", S))
-    nums: dict[str, float | int | str] = {
-        f"author G median (S={S})": a[1],
-        "author G max": a[2],
-        "subcritical G median": s[1],
-        "subcritical G min": s[0],
-    }
-    if a[2] <= COLLAPSED and s[1] >= MOVING:
-        verdict = SUPPORTED
-    elif s[1] <= a[1] or a[1] >= MOVING:
-        verdict = NOT_SUPPORTED
+    nums: Numbers = {}
+    for SS in _s_keys(author.last):
+        nums[f"author G end (S={SS}) min/median/max"] = _m3(op_grid(author.last, "G", SS))
+        nums[f"subcritical G end (S={SS}) min/median/max"] = _m3(op_grid(sub.last, "G", SS))
+
+    def decide() -> str:
+        s3 = mmm(op_grid(sub.last, "G", S))
+        if all(x <= COLLAPSED for SS in _s_keys(sub.last) for x in op_grid(sub.last, "G", SS)):
+            return NOT_SUPPORTED
+        return SUPPORTED if s3[1] >= MOVING else INCONCLUSIVE
+
+    ta, ts = _g_trends(author), _g_trends(sub)
+    diffs = [difference(a, b) for a, b in zip(ta, ts, strict=True)]
+    tnums = {**_trend_numbers(ta, "author "), **_trend_numbers(ts, "subcritical ")}
+    tnums.update(
+        {f"subcritical - author, {a.series}": d.text() for a, d in zip(ta, diffs, strict=True)}
+    )
+    dd = {d.direction for d in diffs}
+    if {t.direction for t in ta} == {"falling"} and dd == {"higher"}:
+        tc = TrendCall(
+            TRENDING_TOWARD,
+            "author's G falls and subcritical's slope is above "
+            f"author's at every S ({_CI}, and of their difference)",
+            tnums,
+        )
+    elif dd == {"lower"}:
+        tc = TrendCall(
+            TRENDING_AWAY,
+            "subcritical's G slope is below author's at every S "
+            f"(the {TREND_CI:.0%} interval of the difference below 0)",
+            tnums,
+        )
     else:
-        verdict = INCONCLUSIVE
-    return Verdict("E4", verdict, by, rule, author.scope, nums)
+        tc = TrendCall(None, "no contrast read at every S (" + ", ".join(sorted(dd)) + ")", tnums)
+    premise, met, _ = _g_premise(author)
+    return outcome(
+        "E4", [author, sub], rule=rule, scope=author.scope, caveat=AUDIT, numbers=nums,
+        premise="author run: " + premise, premise_met=met, decide=decide, trend=tc,
+    )  # fmt: skip
 
 
 def e5(result: dict[str, Any], timings: dict[str, Any] | None) -> Verdict:
     """E5: the G-cache's own speed-up over the author's KV-cache (which stores A)."""
     rule = (
-        f"on the author run's saved timings: supported if G-cached decoding is >= {E5_SUPPORT:g}x "
-        f"faster per token than the KV-cache storing A; not supported if < {E5_REJECT:g}x; "
-        "else inconclusive"
+        f"on every run's saved timings (one architecture: the per-token cost of a decoder does "
+        f"not depend on what its weights learned, so the runs are repeats of one measurement, "
+        f"and the step-0 model would time alike), each with >= {E5_MIN_REPEATS} interleaved "
+        f"repeats: supported if every repeat's G-cache speed-up over the KV-cache storing A is "
+        f">= {E5_SUPPORT:g}x; not supported if every repeat's is < {E5_REJECT:g}x; else "
+        "inconclusive (the spread straddles a cut-off); exempt from the gate"
     )
-    t = (timings or {}).get("runs", {}).get(AUTHOR)
-    if not t or "speedup_g_over_kv_a" not in t:
-        return Verdict("E5", INCONCLUSIVE, AUTHOR, rule, "no saved timings of the author run")
-    sp = t["speedup_g_over_kv_a"]
-    nums: dict[str, float | int | str] = {
-        "G-cache over KV(A)-cache": sp,
-        "KV+G-cache over full recomputation": t["speedup"],
-        "G-cached s/token": t["g_cached_s_per_token"],
-    }
-    verdict = SUPPORTED if sp >= E5_SUPPORT else NOT_SUPPORTED if sp < E5_REJECT else INCONCLUSIVE
     m = result["settings"]["model"]
-    caveat = (
-        "wall time (float32, batch of the fidelity prompts, best of 3) at the specimen's size "
-        f"(dk {m['d_model'] // m['num_heads']}, context <= {result['settings']['seq']}), "
-        "machine load in timings.json; the paper's "
-        "dk 64 and longer contexts change the ratio; exempt from the gate"
+    scope = (
+        f"wall time (float32, batch of the fidelity prompts) at the specimen's size (dk "
+        f"{m['d_model'] // m['num_heads']}, context <= {result['settings']['seq']})"
     )
-    return Verdict("E5", verdict, AUTHOR, rule, caveat, nums)
+    caveat = (
+        "machine-dependent (host and load in timings.json); the paper's dk 64 and longer "
+        "contexts change the ratio"
+    )
+    runs = (timings or {}).get("runs", {})
+    nums: Numbers = {}
+    per: list[float] = []
+    repeats: dict[str, int] = {}
+    for name, t in runs.items():
+        if "speedup_g_over_kv_a" in t:
+            nums[f"{name} best-time speed-up"] = t["speedup_g_over_kv_a"]
+        repeats[name] = int(t.get("repeats", 0))
+        per += t.get("speedup_g_over_kv_a_per_repeat", [])
+    enough = bool(repeats) and min(repeats.values()) >= E5_MIN_REPEATS
+    premise = f"every run's timing has >= {E5_MIN_REPEATS} interleaved repeats"
+    if repeats:
+        nums["repeats per run (min)"] = min(repeats.values())
+    if per:
+        nums["per-repeat speed-up min / median / max"] = _m3(per)
+        nums["repeats pooled"] = len(per)
+
+    def decide() -> str:
+        if min(per) >= E5_SUPPORT:
+            return SUPPORTED
+        return NOT_SUPPORTED if max(per) < E5_REJECT else INCONCLUSIVE
+
+    return outcome(
+        "E5", [], rule=rule, scope=scope, caveat=caveat, numbers=nums, premise=premise,
+        premise_met=(enough if repeats else None), decide=decide, by="all runs' timings",
+    )  # fmt: skip
+
+
+LEGS = ("twirl", "concentration", "contraction")
+
+
+def _legs(rec: dict[str, Any]) -> dict[str, bool | None]:
+    """Whether each stage of E6 holds in one record (None: not measured)."""
+    keys = _s_keys(rec)
+    comm = rec.get("commutant_residual_rho")
+    return {
+        "twirl": None if comm is None else max(flat(comm)) <= TWIRLED,
+        "concentration": None
+        if len(keys) < 2
+        else mmm(op_grid(rec, "A", keys[-1]))[1] < mmm(op_grid(rec, "A", keys[0]))[1],
+        "contraction": max(flat(rec["jacobian_top_sv"])) < CONTRACTIVE,
+    }
+
+
+def _leg_status(s: Subject) -> dict[str, str]:
+    end = _legs(s.last)
+    init = _legs(s.history[0]) if s.from_init else {}
+    out = {}
+    for k, v in end.items():
+        if v is None:
+            out[k] = "not measured"
+        elif not v:
+            out[k] = "fails"
+        elif not s.from_init:
+            out[k] = "holds (no step 0 to compare)"
+        elif init.get(k) is None:
+            out[k] = "holds (not measured at step 0)"
+        else:
+            out[k] = "holds at init" if init[k] else "brought about by training"
+    return out
 
 
 def e6(s: Subject) -> Verdict:
-    """E6: the three stages measured on the author run."""
+    """E6: the three stages, each at step 0 and at the end, on a collapsed model."""
     rule = (
-        f"three stages on the author run: twirl (RoPE-commutant residual of mean G <= {TWIRLED:g} "
-        f"in every head), concentration (median order parameter of A lower at the longer S), "
-        f"contraction (metric learner's Jacobian top singular value < {CONTRACTIVE:g} on visited "
-        "rows); supported if all three hold; not supported if G collapsed (E1 supported) while "
-        "a stage fails; else inconclusive"
+        f"on a collapsed model, three stages: twirl (RoPE-commutant residual of the probe-mean "
+        f"DENSITY OPERATOR rho = Q^T Q / S <= {TWIRLED:g} in every head), concentration (median "
+        f"order parameter of A lower at the longer S), contraction (the metric learner's "
+        f"Jacobian top singular value < {CONTRACTIVE:g} on visited rows); each at step 0 and at "
+        "the end. Not supported if a stage fails at the end (a collapse the mechanism does not "
+        "explain); supported if every stage holds at the end and at least one was brought about "
+        "by training; inconclusive (holds at init) if every stage already held at step 0: a "
+        "stage that holds at init is not evidence"
     )
+    premise, met, nums = _g_premise(s)
+    status = _leg_status(s)
     rec = s.last
     keys = _s_keys(rec)
-    S_lo, S_hi = keys[0], keys[-1]
-    comm = max(flat(rec["commutant_residual_G"]))
-    a_lo, a_hi = mmm(op_grid(rec, "A", S_lo))[1], mmm(op_grid(rec, "A", S_hi))[1]
-    jac = max(flat(rec["jacobian_top_sv"]))
-    stages = {
-        "twirl": comm <= TWIRLED,
-        "concentration": a_hi < a_lo,
-        "contraction": jac < CONTRACTIVE,
-    }
-    nums: dict[str, float | int | str] = {
-        "commutant residual max": comm,
-        f"A median (S={S_lo})": a_lo,
-        f"A median (S={S_hi})": a_hi,
-        "Jacobian top sv max": jac,
-        "stages holding": ", ".join(k for k, ok in stages.items() if ok) or "none",
-    }
-    if all(stages.values()):
-        verdict = SUPPORTED
-    elif e1(s).verdict == SUPPORTED:
-        verdict = NOT_SUPPORTED
-    else:
-        verdict = INCONCLUSIVE
-    return Verdict("E6", verdict, s.by, rule, s.scope, nums)
+    for label, r in (("step 0", s.history[0]), ("end", rec)) if s.from_init else (("end", rec),):
+        if "commutant_residual_rho" in r:
+            nums[f"rho commutant residual {label} max"] = max(flat(r["commutant_residual_rho"]))
+            tw = r["twirl_rho"]
+            nums[f"rho commutant energy fraction {label} min/median/max"] = _m3(
+                flat(tw["commutant_fraction"])
+            )
+            nums[f"off-commutant suppression {label} min/median/max"] = _m3(
+                flat(tw["offcommutant_suppression"])
+            )
+        if len(keys) >= 2:
+            nums[f"A median (S={keys[0]} / S={keys[-1]}) {label}"] = (
+                f"{mmm(op_grid(r, 'A', keys[0]))[1]:.3g} / {mmm(op_grid(r, 'A', keys[-1]))[1]:.3g}"
+            )
+        nums[f"Jacobian top sv {label} max"] = max(flat(r["jacobian_top_sv"]))
+    nums["G commutant residual end max (the former leg's object)"] = max(
+        flat(rec["commutant_residual_G"])
+    )
+    nums.update({f"stage {k}": v for k, v in status.items()})
+
+    def decide() -> str | tuple[str, str]:
+        vals = set(status.values())
+        if "fails" in vals:
+            return NOT_SUPPORTED
+        if "not measured" in vals:
+            return INCONCLUSIVE, NOT_MEASURED
+        if vals == {"holds at init"}:
+            return INCONCLUSIVE, HOLDS_AT_INIT
+        return SUPPORTED
+
+    caveat = (
+        "a uniform twirl over S positions damps off-commutant entries by a median factor of "
+        "about 0.27 at S = 64 and 0.013 at S = 1024 (the author's audit, twirl_analytic), so "
+        "the leg is harder to meet at this specimen's contexts than at the paper's; the audit "
+        "of the collapsed 110M-5 finds about 11 % of the rotated density operator's energy in "
+        "the commutant (docs/paper-claims.md)"
+    )
+    if not s.from_init:
+        caveat += "; whether a stage holds at init is not decidable without step 0"
+    return outcome("E6", [s], rule=rule, scope=s.scope, caveat=caveat, numbers=nums,
+                   premise=premise, premise_met=met, decide=decide)  # fmt: skip
 
 
 def _phase(rec: dict[str, Any]) -> tuple[str, str]:
@@ -479,80 +626,251 @@ def _phase(rec: dict[str, Any]) -> tuple[str, str]:
 
 
 def e7(subjects: dict[str, Subject]) -> Verdict:
-    """E7: both order-parameter forms put every run in the same phase, and both phases occur."""
+    """E7: where both phases occur, both order-parameter forms put every run in the same phase."""
     rule = (
         f"each run's final G is 'collapsed' (max <= {COLLAPSED:g}), 'moving' (median >= "
-        f"{MOVING:g}) or 'between', by the suite's form and by the author's pairwise form; "
-        "supported if the forms agree on every run and both collapsed and moving runs occur; "
-        "not supported if the forms disagree on a run; else inconclusive"
+        f"{MOVING:g}) or 'between', by the suite's form and by the author's pairwise form "
+        "(RMS); runs that pass the gate count; premise: both collapsed and moving runs occur "
+        "(else there are no phases to separate); then supported if the forms agree on every "
+        "run, not supported if they disagree on one"
     )
-    phases = {n: _phase(s.last) for n, s in subjects.items() if s.history}
-    nums: dict[str, float | int | str] = {n: f"{p[0]} / {p[1]}" for n, p in phases.items()}
-    seen = {p[0] for p in phases.values()}
-    if any(a != b for a, b in phases.values()):
-        verdict = NOT_SUPPORTED
-    elif {"collapsed", "moving"} <= seen:
-        verdict = SUPPORTED
-    else:
-        verdict = INCONCLUSIVE
-    caveat = (
-        "that the order parameter is 0 iff the tensor is input-invariant holds by its definition"
-    )
-    return Verdict("E7", verdict, "all runs", rule, caveat, nums)
+    used = {n: s for n, s in subjects.items() if s.history}
+    passing = {n: s for n, s in used.items() if s.gate is None or s.gate.passed}
+    phases = {n: _phase(s.last) for n, s in used.items()}
+    nums: Numbers = {n: f"{p[0]} / {p[1]}" for n, p in phases.items()}
+    seen = {phases[n][0] for n in passing}
+    left_out = [n for n in used if n not in passing]
+    caveat = "that the order parameter is 0 iff the tensor is input-invariant holds by its " \
+        "definition" + (f"; runs left out (they fail the gate): {', '.join(left_out)}"
+                        if passing and left_out else "")  # fmt: skip
+
+    def decide() -> str:
+        return NOT_SUPPORTED if any(a != b for n, (a, b) in phases.items() if n in passing) \
+            else SUPPORTED  # fmt: skip
+
+    scope = "the final record of every run that beats the best n-gram order"
+    met = {"collapsed", "moving"} <= seen
+    if not passing:  # the gate decides: inconclusive, not reproduced
+        return outcome("E7", list(used.values()), rule=rule, scope=scope, caveat=caveat,
+                       numbers=nums, premise="both phases among the runs", premise_met=met,
+                       decide=decide, by="all runs")  # fmt: skip
+    return outcome("E7", list(passing.values()), rule=rule, scope=scope, caveat=caveat,
+                   numbers=nums, premise="both phases among the runs", premise_met=met,
+                   decide=decide, by="all runs")  # fmt: skip
 
 
-def online(s: Subject) -> Verdict:
-    """The online contract: no prefix logit changes when the suffix is replaced."""
-    o = s.final["online_contract"]
-    nums: dict[str, float | int | str] = {
-        "prefix logits changed": o["changed"],
-        "of": o["entries"],
-        "max change": o["max_abs_change"],
-    }
+def n1(s: Subject) -> Verdict:
+    """N1: the mean-operator cache contract, on a collapsed state; the stale initial cache."""
     rule = (
-        "supported (prefix-consistent, as the paper's online use needs) if no logit of the "
-        "kept prefix changes when the rest of the sequence is replaced; not supported otherwise"
+        f"on a collapsed model: not supported if the mean KL of the model's own mean-operator "
+        f"cache against full recomputation is > {N1_KL:g} nats; otherwise the contract's "
+        f"second criterion (relative centred RMS <= {N1_RMS:g}, centred over >= "
+        f"{N1_MIN_REPLICAS} independent training replicas) decides, and without replicas the "
+        "row stays inconclusive (premise absent); the context-centred figure measured here is "
+        "not that statistic and is never used for it. The stale initial cache (the step-0 "
+        f"model's mean operator on the trained model) fails the contract if its KL > {N1_KL:g}"
     )
-    verdict = SUPPORTED if o["changed"] == 0 else NOT_SUPPORTED
-    return Verdict("online contract", verdict, s.by, rule, s.scope, nums)
+    premise, met, nums = _g_premise(s)
+    cc = s.final.get("cache_contract")
+    if cc:
+        nums["contexts (calibration / assessment)"] = (
+            f"{cc['calibration_contexts']} / {cc['assessment_contexts']}"
+        )
+        for name in ("own", "initial"):
+            if name in cc:
+                c = cc[name]
+                nums[f"{name} cache mean KL"] = c["mean_kl"]
+                nums[f"{name} cache max KL"] = c["max_kl"]
+                nums[f"{name} cache NLL (native / cached)"] = (
+                    f"{c['native_nll']:.4g} / {c['cached_nll']:.4g}"
+                )
+        ini = cc.get("initial")
+        if ini is not None:
+            nums["stale initial cache"] = (
+                "fails the KL target" if ini["mean_kl"] > N1_KL
+                else "within the KL target (RMS criterion undecidable here)"
+            )  # fmt: skip
+        if cc.get("own", {}).get("relative_rms_context_centred") is not None:
+            nums["context-centred RMS analogue (NOT N1's statistic)"] = cc["own"][
+                "relative_rms_context_centred"
+            ]
+    nums["training replicas per run"] = 1
+
+    def decide() -> str | tuple[str, str]:
+        if cc["own"]["mean_kl"] > N1_KL:  # type: ignore[index]
+            return NOT_SUPPORTED
+        return INCONCLUSIVE, PREMISE_ABSENT
+
+    caveat = (
+        f"the RMS criterion needs >= {N1_MIN_REPLICAS} independent replicas per run (the "
+        "author used six); the study trains one seed per run, so only the KL criterion is "
+        "measured"
+    )
+    return outcome(
+        "N1", [s], rule=rule, scope=s.scope, caveat=caveat, numbers=nums,
+        premise=premise + f"; >= {N1_MIN_REPLICAS} training replicas for the RMS criterion",
+        premise_met=met if cc else None, decide=decide,
+    )  # fmt: skip
 
 
-UNGATED = ("E5",)
-"""Claims the gate does not apply to (E5: wall time does not depend on what was learned)."""
+def n2(s: Subject) -> Verdict:
+    """N2: row collapse (row energy of A) and context invariance (A's order parameter) apart."""
+    rule = (
+        f"per layer x head in every record: rows collapsed if the row energy of A is <= "
+        f"{ROW_COLLAPSED:g}, context-invariant if A's order parameter (longest S) is <= "
+        f"{COLLAPSED:g}; premise: one of the two holds somewhere (else there is nothing to "
+        "separate); supported if somewhere one holds without the other; else inconclusive. "
+        "Trend (where the end point cannot decide): trending toward if the two log-slopes' "
+        "intervals exclude 0 with opposite signs, away if with the same sign (they move together)"
+    )
+    recs = s.history if s.from_init else [s.last]
+    if any("row_energy_A" not in r for r in recs):
+        return outcome("N2", [s], rule=rule, scope=s.scope, caveat="", numbers={},
+                       premise="row energy recorded", premise_met=None,
+                       decide=lambda: INCONCLUSIVE)  # fmt: skip
+    S = _s_main(s.last)
+    either = split = 0
+    for r in recs:
+        for row, inv in zip(flat(r["row_energy_A"]), op_grid(r, "A", S), strict=True):
+            a, b = row <= ROW_COLLAPSED, inv <= COLLAPSED
+            either += a or b
+            split += a != b
+    nums: Numbers = {
+        "row energy A end min/median/max": _m3(flat(s.last["row_energy_A"])),
+        f"A order param. end (S={S}) min/median/max": _m3(op_grid(s.last, "A", S)),
+        "head-states with either collapse": either,
+        "head-states with one without the other": split,
+    }
+    tc = None
+    if s.from_init:
+        getters = series_getters(s.history[0])
+        tr = trend(s.history, "row energy A", getters["row energy A"])
+        ta = trend(s.history, f"A (S={S})", getters[f"A (S={S})"])
+        dirs = (tr.direction, ta.direction)
+        tnums = _trend_numbers((tr, ta))
+        moving = {"falling", "rising"}
+        if set(dirs) <= moving and dirs[0] != dirs[1]:
+            tc = TrendCall(
+                TRENDING_TOWARD,
+                "row energy and A's order parameter move apart "
+                f"(one falls, one rises; {TREND_CI:.0%} intervals exclude 0)",
+                tnums,
+            )
+        elif set(dirs) <= moving:
+            tc = TrendCall(
+                TRENDING_AWAY,
+                f"row energy and A's order parameter both {dirs[0]} "
+                f"({TREND_CI:.0%} intervals exclude 0)",
+                tnums,
+            )
+        else:
+            tc = TrendCall(None, f"no joint trend read (row energy: {dirs[0]}; A: {dirs[1]})",
+                           tnums)  # fmt: skip
+    return outcome(
+        "N2", [s], rule=rule, scope=s.scope, caveat="the author's row energy is the mean over "
+        "inputs of the squared identical-rows residual", numbers=nums,
+        premise="rows collapsed or context-invariant in some head and record",
+        premise_met=either > 0, decide=lambda: SUPPORTED if split else INCONCLUSIVE, trend=tc,
+    )  # fmt: skip
+
+
+def reopenings(history: Sequence[dict[str, Any]]) -> tuple[int, int, float]:
+    """``(re-opening increments, increments, largest relative re-opening)`` of the row energy."""
+    n = up = 0
+    worst = 0.0
+    for a, b in itertools.pairwise(history):
+        for x, y in zip(flat(a["row_energy_A"]), flat(b["row_energy_A"]), strict=True):
+            n += 1
+            if y - x > REOPEN_RTOL * x:
+                up += 1
+                worst = max(worst, (y - x) / x if x > 0 else float("inf"))
+    return up, n, worst
+
+
+def n3(s: Subject, others: Sequence[Subject] = ()) -> Verdict:
+    """N3: the fraction of row-energy increments that re-open, from the run's history."""
+    rule = (
+        f"per layer x head between consecutive records (every measure_every steps): an increment "
+        f"re-opens if it exceeds {REOPEN_RTOL:g} of the previous row energy; supported (not "
+        "monotone) if any increment of the run re-opens; not supported if none does (monotone "
+        "at this sampling: a finer grid could still see re-openings); premise: >= 2 records"
+    )
+    hist = s.history
+    if any("row_energy_A" not in r for r in hist):
+        return outcome("N3", [s], rule=rule, scope=s.scope, caveat="", numbers={},
+                       premise="row energy recorded", premise_met=None,
+                       decide=lambda: INCONCLUSIVE)  # fmt: skip
+    up, n, worst = reopenings(hist)
+    nums: Numbers = {"re-opening increments": f"{up} of {n}"}
+    if up:
+        nums["largest relative re-opening"] = worst
+    for o in others:
+        if o.history and all("row_energy_A" in r for r in o.history):
+            u, m, _ = reopenings(o.history)
+            nums[f"{o.by} re-opening increments"] = f"{u} of {m}"
+    caveat = (
+        "the author's figure (43.3 % of 304,128 increments, docs/paper-claims.md) is per "
+        "optimiser step on their grid; here increments span measure_every steps"
+    )
+    return outcome("N3", [s], rule=rule, scope=s.scope, caveat=caveat, numbers=nums,
+                   premise=">= 2 records", premise_met=n > 0,
+                   decide=lambda: SUPPORTED if up else NOT_SUPPORTED)  # fmt: skip
+
+
+def n7(subjects: dict[str, Subject]) -> Verdict:
+    """N7: the collapse trend with and without target exposure (F2 with the gate)."""
+    return comparison_row("N7", subjects, gated=True)
 
 
 def _usable(result: dict[str, Any], name: str) -> Subject | None:
     run = result["runs"].get(name)
-    if run is None or not run.get("history") or "diverged" in run:
+    if run is None or not run.get("history"):
         return None
     return study_subject(result, name)
 
 
 def rules(result: dict[str, Any], timings: dict[str, Any] | None) -> list[Verdict]:
-    """Every claim's verdict on the saved study, E1..E8, the gate applied."""
-    author = study_subject(result, AUTHOR)
-    author = Subject(AUTHOR, author.history, author.final, author.dk,
-                     f"{author.scope}; {AUDIT}", True)  # fmt: skip
-    plain = study_subject(result, AUTHOR)
-    usable = {n: s for n in result["runs"] if (s := _usable(result, n)) is not None}
-    out = [
-        e1(author, _usable(result, FROZEN)),
-        e2(plain),
-        e3(author),
-        e4(plain, _usable(result, SUB)),
+    """Every claim's and statement's row on the saved study: E1..E8, N1, N2, N3, N7."""
+    subjects = {n: s for n in result["runs"] if (s := _usable(result, n)) is not None}
+    author = subjects.get(AUTHOR)
+    if author is None:  # every row the author run decides is not measured
+        other = {"E5": e5(result, timings), "E7": e7(subjects), "N7": n7(subjects)}
+        return [
+            other.get(c)
+            or Verdict(c, INCONCLUSIVE, AUTHOR, "no author run saved", "", reason=NOT_MEASURED)
+            for c in ROW_ORDER
+        ]
+    frozen = subjects.get(FROZEN)
+    others = [s for n, s in subjects.items() if n != AUTHOR]
+    return [
+        e1(author, frozen),
+        e2(author),
+        e3(author, frozen),
+        e4(author, subjects.get(SUB)),
         e5(result, timings),
-        e6(plain),
-        e7(usable),
-        e8(plain),
+        e6(author),
+        e7(subjects),
+        e8(author),
+        n1(author),
+        n2(author),
+        n3(author, others),
+        n7(subjects),
     ]
-    return [v if v.claim in UNGATED else _apply_gate(result, v) for v in out]
+
+
+def study_findings(result: dict[str, Any]) -> list[Verdict]:
+    """The findings F1, F2 of the saved study (:mod:`pyverify.claims.findings`)."""
+    subjects = {n: s for n in result["runs"] if (s := _usable(result, n)) is not None}
+    return findings(subjects)
 
 
 def checkpoint_rules(d: dict[str, Any]) -> list[Verdict]:
-    """The ledger rows a checkpoint can decide, from :func:`run_checkpoint_diagnose`'s result.
+    """The rows a checkpoint can decide, from :func:`run_checkpoint_diagnose`'s result.
 
-    The same rules as the study's, on the checkpoint's one record (no step 0) and
-    final measurements; no gate (the checkpoint's training is not the suite's to judge).
+    The same rule functions as the study's, on the checkpoint's one record (no
+    step 0, no trend) and final measurements; no gate (the checkpoint's training
+    is not the suite's to judge): E1, E2, E3, E6, E8, N1 (the own cache), N2,
+    and F1 (target exposure: teacher-forced vs causal loss, the online contract).
     """
     m = d["model"]
     if m.get("tokens"):
@@ -564,7 +882,7 @@ def checkpoint_rules(d: dict[str, Any]) -> list[Verdict]:
         [d["record"]],
         d["final"],
         m["dk"],
-        f"on {m['n_prompts']} prompts ({src})",
+        f"checkpoint {m['checkpoint']} on {m['n_prompts']} prompts ({src})",
         False,
     )
-    return [e1(s), e2(s), e3(s), e8(s), online(s)]
+    return [e1(s), e2(s), e3(s), e6(s), e8(s), n1(s), n2(s), exposure_finding({s.by: s})]

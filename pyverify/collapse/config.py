@@ -59,6 +59,12 @@ count model of the same split.
 * The online contract uses the author's audit constants (``audit_online.py``
   O1: 16 sequences of 12 tokens, the first 4 kept, the rest replaced), on
   validation text windows rather than random ids (a byte model reads text).
+* E5 timing: every run times its three decoders in ``TIMING_REPEATS`` = 7
+  interleaved repeats (:mod:`pyverify.measure.decoding`) and keeps each repeat,
+  because E5's rule decides only where the spread of at least 5 repeats clears
+  its cut-off (the first study kept the best of 3, and the same architecture
+  gave 1.10x to 2.13x across runs). Cost: about 0.9 s per repeat at the full
+  size under load 4 (3 s more per run than 3 repeats); nothing else is timed.
 * N1 (the mean-operator cache): the 16 probe windows of 64 bytes as the
   calibration contexts (the author's count: 16) and the 256 validation
   windows as the assessment panel (the author: 64), the final position of each

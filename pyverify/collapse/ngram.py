@@ -1,7 +1,7 @@
 """The n-gram baseline: an interpolated count model of the same corpus split.
 
 A specimen that does not beat this baseline has not learned its corpus and
-cannot speak for or against the paper (``paper-claims.md``). Model: byte
+cannot speak for or against the paper (``docs/paper-claims.md``). Model: byte
 n-grams of order 1..N counted on the training split, interpolated by
 Witten-Bell (no free parameter to tune): with ``c(h, w)`` the count of byte
 ``w`` after context ``h``, ``c(h)`` the context count and ``u(h)`` the number

@@ -246,5 +246,6 @@ def format_checkpoint(d: dict[str, Any]) -> str:
             f"{k} {format(x, '.3g') if isinstance(x, float) else x}"
             for k, x in row["numbers"].items()
         )
-        lines.append(f"{row['claim']} {row['verdict'].upper()}: {nums}")
+        why = f" ({row['reason']})" if row.get("reason") else ""
+        lines.append(f"{row['claim']} {row['verdict'].upper()}{why}: {nums}")
     return "\n".join(lines)

@@ -14,8 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pyverify.claims.findings import LEAK_NATS
 from pyverify.claims.ledger import NotAStudyError, load_study
 from pyverify.claims.stats import flat, mmm, op_grid, pair_values
+from pyverify.claims.trends import TREND_CI, TREND_FROM, run_trends, signed_mean_conditioned
 from pyverify.collapse.plots import FIGURES
 from pyverify.errors import InputValueError, MissingInputError
 from pyverify.report.markdown import num, table
@@ -23,8 +25,6 @@ from pyverify.report.markdown import num, table
 __all__ = ["COLLAPSE_DIR", "collapse_section"]
 
 COLLAPSE_DIR = "collapse"
-LEAK_NATS = 0.05
-"""Causal minus teacher-forced validation loss above this (nats/byte): G carries later tokens."""
 TITLE = "## Empirical collapse: the ablation study (measured)"
 RUN_TEXT = {
     "author": "the author's init and recipe",
@@ -43,28 +43,60 @@ def _m3(values: list[float]) -> str:
     return f"{num(lo)} / {num(med)} / {num(hi)}"
 
 
-def _run_rows(res: dict[str, Any], S: int) -> list[list[str]]:
+def _signed(rec: dict[str, Any], t: str) -> str:
+    """The signed-mean form: min / median / max where well-conditioned, the rest counted."""
+    vals = signed_mean_conditioned(rec["pairwise_order"][t])
+    good = [x for x, ok in vals if ok]
+    bad = len(vals) - len(good)
+    if not good:
+        return f"ill-conditioned ({bad} of {len(vals)})"
+    return _m3(good) + (f"; ill-conditioned {bad} of {len(vals)}" if bad else "")
+
+
+def _run_rows(res: dict[str, Any], S_all: list[str]) -> list[list[str]]:
     base = res["baseline"]["val_loss_by_order"]
+    best = min(range(len(base)), key=base.__getitem__)
     rows = []
     for name, run in res["runs"].items():
         if not run.get("history"):
-            rows.append([name, "no measurement", *["–"] * 6])
+            rows.append([name, "no measurement", *["–"] * (2 * len(S_all) + 3)])
             continue
         h0, h1 = run["history"][0], run["history"][-1]
         rows.append(
             [
                 name + (" (**diverged**)" if "diverged" in run else ""),
                 f"{num(run.get('causal_val_loss'))} / {num(h1['val_loss'])} "
-                f"(3-gram {num(base[min(3, len(base)) - 1])})",
-                _m3(op_grid(h0, "G", S)),
-                _m3(op_grid(h1, "G", S)),
-                _m3(op_grid(h1, "A", S)),
-                _m3(pair_values(h1, "G")),
-                _m3(flat(h0["sigma2_over_sigma1_A"])),
-                _m3(flat(h1["sigma2_over_sigma1_A"])),
+                f"(best n-gram, order {best + 1}: {num(base[best])})",
+                *[f"{_m3(op_grid(h0, 'G', S))} → {_m3(op_grid(h1, 'G', S))}" for S in S_all],
+                *[_m3(op_grid(h1, "A", S)) for S in S_all],
+                f"{_m3(pair_values(h0, 'G'))} → {_m3(pair_values(h1, 'G'))}",
+                f"{_signed(h0, 'G')} → {_signed(h1, 'G')}",
+                f"{_signed(h0, 'A')} → {_signed(h1, 'A')}",
+                f"{_m3(flat(h0['sigma2_over_sigma1_A']))} → "
+                f"{_m3(flat(h1['sigma2_over_sigma1_A']))}",
             ]
         )
     return rows
+
+
+def _trend_rows(res: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Series x runs: log-slope per 1,000 steps [interval], or the series' status."""
+    runs = {n: r for n, r in res["runs"].items() if r.get("history")}
+    trends = {n: run_trends(r["history"]) for n, r in runs.items()}
+    names: list[str] = []
+    for t in trends.values():
+        names += [k for k in t if k not in names]
+
+    def cell(n: str, k: str) -> str:
+        tr = trends[n].get(k)
+        if tr is None:
+            return "–"
+        if tr.status != "ok":
+            return tr.status
+        ex = f", {tr.excluded} ill-cond." if tr.excluded else ""
+        return f"{tr.slope:+.3g} [{tr.lo:+.3g}, {tr.hi:+.3g}]{ex}"
+
+    return ["series", *runs], [[k, *(cell(n, k) for n in runs)] for k in names]
 
 
 def _struct_rows(res: dict[str, Any]) -> list[list[str]]:
@@ -135,7 +167,7 @@ def collapse_section(report_dir: Path) -> list[str]:
         ]
     tim = tim_or_none or {"runs": {}}
     s, m = res["settings"], res["settings"]["model"]
-    S = max(s["s_measure"])
+    S_all = [str(x) for x in sorted(s["s_measure"])]
     b = res["baseline"]
     lines += [
         "A measurement, not a proof: one small PLDR decoder (the spec's model) trained on the "
@@ -165,23 +197,36 @@ def collapse_section(report_dir: Path) -> list[str]:
         "the teacher-forced loss (one pass over the window) is not a next-token loss here, "
         "since G is computed from the whole window and so sees the later tokens.",
         "",
-        f"Per layer x head **min / median / max** (S = {S}; the author's pairwise form pools "
-        "the heads of a layer, over prompts x layers):",
+        "Per layer x head **min / median / max**, step 0 → end (the author's pairwise form "
+        "pools the heads of a layer, over prompts x layers; its signed-mean form is shown "
+        "only where its denominator is at least 1e-3 of the RMS scale, the rest counted as "
+        "ill-conditioned):",
         "",
     ]
     lines += table(
         [
             "run",
             "val loss, causal / teacher-forced (end)",
-            "order param. G, step 0",
-            "G, end",
-            "A, end",
-            "G pairwise (RMS), end",
-            "σ2/σ1 of A, step 0",
-            "σ2/σ1 of A, end",
+            *[f"order param. G (S = {S})" for S in S_all],
+            *[f"A, end (S = {S})" for S in S_all],
+            "G pairwise, RMS",
+            "G pairwise, signed-mean",
+            "A pairwise, signed-mean",
+            "σ2/σ1 of A",
         ],
-        _run_rows(res, S),
+        _run_rows(res, S_all),
     )
+    header, trows = _trend_rows(res)
+    lines += [
+        "",
+        f"Trends: the mean over layer x head (pairwise form: prompt x layer) of the "
+        f"least-squares slope of ln(order parameter) per 1,000 steps, from {TREND_FROM:.0%} of "
+        f"each run's steps to its end, with a {TREND_CI:.0%} bootstrap interval over heads "
+        "(`pyverify/claims/trends.py`: seeded, deterministic; it spreads over this model's "
+        "heads, not over training runs). Figure: [collapse/trends.png](collapse/trends.png).",
+        "",
+    ]
+    lines += table(header, trows)
     leaks = [
         f"`{n}` ({num(r['causal_val_loss'])} causal vs {num(r['history'][-1]['val_loss'])} "
         "teacher-forced)"

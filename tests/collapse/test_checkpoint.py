@@ -120,4 +120,4 @@ def test_diagnose_reproduces_the_study_record_and_final_measurements(
     assert d["record"] == json.loads(json.dumps(want))
     fin = measure_final(as_float64(model), final_inputs(small_config(), load_corpus()))
     assert d["final"] == json.loads(json.dumps(fin))
-    assert [r["claim"] for r in d["ledger"]] == ["E1", "E2", "E3", "E8", "online contract"]
+    assert [r["claim"] for r in d["ledger"]] == ["E1", "E2", "E3", "E6", "E8", "N1", "N2", "F1"]

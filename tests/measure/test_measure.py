@@ -249,3 +249,70 @@ def test_load_model_refuses_what_it_cannot_measure():
     bf16 = {k: v.to(torch.bfloat16) for k, v in sd.items()}
     exact = load_model(bf16).final_layer.weight  # bfloat16 widens to float64 exactly
     assert torch.equal(exact, bf16["final_layer.weight"].double())
+
+
+def _fidelity_oracle(model64, prompts, n_new):
+    """Per prompt: (step certificate holds, some step's gap >= its margin) for the prompt's
+    G-cache, written out without the KV-cache path: the uncached reference is a full pass
+    per step (greedy), and with G held at the prompt's the cached decoder's logits at step
+    i are a full pass over the prompt and the first i reference tokens with that G (causal
+    scores, fixed G: no KV-cache needed)."""
+    out = []
+    for p in prompts:
+        _, deds, _ = model64(p)
+        G = [d["G"] for d in deds]
+        seq, cov, exc = (
+            p,
+            torch.ones(p.shape[0], dtype=torch.bool),
+            torch.zeros(p.shape[0], dtype=torch.bool),
+        )
+        for _ in range(n_new):
+            ref = model64(seq)[0][:, -1]
+            cached = model64(seq, G)[0][:, -1]
+            top2 = ref.topk(2, dim=-1).values
+            margin, gap = top2[:, 0] - top2[:, 1], (cached - ref).abs().amax(-1)
+            cov &= margin > 2 * gap
+            exc |= gap >= margin
+            seq = torch.cat((seq, ref.argmax(-1, keepdim=True)), dim=1)
+        out.append((cov, exc))
+    return int(torch.cat([c for c, _ in out]).sum()), int(torch.cat([e for _, e in out]).sum())
+
+
+def test_fidelity_step_counts_equal_their_definition(model64):
+    """``step_margin_covers_gap`` and ``gap_exceeds_margin`` against the oracle above; and the
+    certificate's consequences across the independent free-running tokens: a prompt
+    certified at every step keeps its greedy tokens (score_perturbation), the conservative
+    (min margin vs max gap) certificate implies the step one, and a certified prompt has no
+    gap as large as its margin."""
+    from pyverify.measure.contracts import mean_operator
+    from pyverify.measure.decoding import fidelity
+
+    g = torch.Generator().manual_seed(5)
+    prompts = token_set(torch.randint(0, CFG.vocab, (6, 7), generator=g))
+    fid = fidelity(model64, prompts, 4, mean_operator(model64, prompts))
+    covered, exceeded = _fidelity_oracle(model64, prompts, 4)
+    assert (fid["prompt_G"]["step_margin_covers_gap"], fid["prompt_G"]["gap_exceeds_margin"]) == (
+        covered,
+        exceeded,
+    )
+    assert exceeded > 0  # a live metric with random weights: the check is not vacuous
+    for mode in ("prompt_G", "mean_G", "kv_A"):
+        f = fid[mode]
+        assert f["margin_covers_gap"] <= f["step_margin_covers_gap"] <= f["tokens_identical"]
+        assert f["step_margin_covers_gap"] + f["gap_exceeds_margin"] <= fid["n_prompts"]
+
+
+def test_time_per_token_keeps_every_interleaved_repeat(model64):
+    """Each repeat's ratios are the ratios of that repeat's times (so the best-time ratio
+    lies within their range only by chance; the rule reads the repeats)."""
+    from pyverify.measure.decoding import TIMING_REPEATS, time_per_token
+
+    assert TIMING_REPEATS >= 5  # E5's premise
+    toks = torch.randint(0, CFG.vocab, (2, 6), generator=torch.Generator().manual_seed(1))
+    t = time_per_token(model64, toks, 2, repeats=5)
+    assert t["repeats"] == 5
+    assert len(t["speedup_g_over_kv_a_per_repeat"]) == len(t["speedup_per_repeat"]) == 5
+    assert all(x > 0 and math.isfinite(x) for x in t["speedup_g_over_kv_a_per_repeat"])
+    assert t["speedup"] == pytest.approx(t["uncached_s_per_token"] / t["g_cached_s_per_token"])
+    with pytest.raises(ValueError, match="repeats"):
+        time_per_token(model64, toks, 2, repeats=0)

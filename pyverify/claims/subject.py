@@ -1,0 +1,254 @@
+"""What a rule judges (a :class:`Subject`), the gate, and how a rule's outcome is assembled.
+
+The gate: a run that does not beat the **best** order of the n-gram baseline
+(:mod:`pyverify.collapse.ngram`: the lowest validation loss over orders 1..N of
+the same split) has not learned its corpus as well as a count model, and cannot
+speak for or against the paper. The gate applies to EVERY run a verdict uses;
+a verdict using a run that fails it is "inconclusive -- not reproduced at this
+scale", with the numbers (or a named trend outcome, where the rule reads one).
+The gate compares the CAUSAL validation loss (each position predicted from its
+prefix alone, :func:`pyverify.measure.loss.causal_val_loss`): G is formed from
+the whole window, so the teacher-forced loss can read later tokens through G.
+(History: the first full run gated on the trigram; the study's own docstrings
+named the best order, which is the gate since.)
+
+:func:`outcome` assembles a row in a fixed order, so every rule checks its
+premise before deciding: (0) what the rule needs is measured (else "not
+measured": the saved results predate it); (1) the gate of every run used; (2)
+the statement's premise (met / absent); (3) only then the end-point rule.
+Where (1) or (2) fails, or (3) lands between the cut-offs, a trend whose
+interval excludes 0 may give "trending toward" / "trending away".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from pyverify.claims.verdict import (
+    INCONCLUSIVE,
+    NOT_MEASURED,
+    NOT_REPRODUCED,
+    PREMISE_ABSENT,
+    UNDECIDED,
+    Verdict,
+)
+
+__all__ = [
+    "Gate",
+    "Subject",
+    "TrendCall",
+    "best_ngram",
+    "outcome",
+    "run_gate",
+    "scale_line",
+    "study_subject",
+]
+
+Numbers = dict[str, float | int | str]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Whether a run beats the best n-gram order; ``why`` is number-free, ``figures`` not."""
+
+    passed: bool
+    why: str
+    figures: Numbers = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a rule judges: one model's records and final measurements.
+
+    Attributes
+    ----------
+    by : str
+        What decides (a run's name, or ``checkpoint FILE``).
+    history : list of dict
+        Records (:func:`pyverify.measure.measure_record` keys); a checkpoint has one.
+    final : dict
+        Final measurements (:func:`pyverify.measure.measure_final` keys; ``{}``: none).
+    dk : int
+        Head width.
+    scope : str
+        What was measured (the specimen's scale, the prompts).
+    from_init : bool
+        Whether ``history[0]`` is the step-0 record of a training run.
+    gate : Gate or None
+        The run's gate (None: not gated, a checkpoint).
+    objective : str
+        The run's training objective (``all``, ``last``, ``prompt-A``; "" unknown).
+    """
+
+    by: str
+    history: list[dict[str, Any]]
+    final: dict[str, Any] = field(default_factory=dict)
+    dk: int = 0
+    scope: str = ""
+    from_init: bool = False
+    gate: Gate | None = None
+    objective: str = ""
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The last record."""
+        return self.history[-1]
+
+    def at_step0(self) -> Subject:
+        """The run's step-0 record alone: what a rule says about the initial model.
+
+        No final measurements (they are taken at the end of a run) and no gate.
+        """
+        scope = f"{self.scope}, at step 0"
+        return Subject(f"{self.by} at step 0", self.history[:1], {}, self.dk, scope,
+                       self.from_init, None, self.objective)  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def _n_params(model_items: tuple[tuple[str, Any], ...]) -> int:
+    from pyverify.collapse.model import ModelConfig, PLDRDecoder
+
+    cfg = ModelConfig(**dict(model_items))
+    return sum(p.numel() for p in PLDRDecoder(cfg, init=False).parameters())
+
+
+def scale_line(result: dict[str, Any]) -> str:
+    """One line: the specimen's size and tokens beside the paper's (from the settings alone)."""
+    s = result["settings"]
+    n = _n_params(tuple(sorted(s["model"].items())))
+    steps = [r["history"][-1]["step"] for r in result["runs"].values() if r.get("history")]
+    most = max(steps) if steps else s["steps"]
+    tokens = most * s["batch"] * s["seq"]
+    return (
+        f"specimen {n / 1e6:.3g}M parameters, up to {tokens / 1e6:.3g}M byte tokens seen, "
+        f"context {s['seq']}; paper 110M parameters, about 8e9 tokens, context 1024"
+    )
+
+
+def best_ngram(result: dict[str, Any]) -> tuple[int, float]:
+    """``(order, validation loss)`` of the best n-gram order of the study's baseline."""
+    base = result["baseline"]["val_loss_by_order"]
+    best = min(range(len(base)), key=base.__getitem__)
+    return best + 1, base[best]
+
+
+def run_gate(result: dict[str, Any], name: str) -> Gate:
+    """The gate of run ``name``: its causal validation loss below the best n-gram's."""
+    run = result["runs"].get(name)
+    order, best = best_ngram(result)
+    if run is None or not run.get("history"):
+        return Gate(False, f"{name}: no records")
+    if "diverged" in run:
+        return Gate(False, f"{name}: the run diverged")
+    if "causal_val_loss" not in run:
+        return Gate(False, f"{name}: no causal validation loss saved")
+    v = run["causal_val_loss"]
+    ok = v < best
+    why = f"{name}: causal validation loss {'beats' if ok else 'does not beat'} the best n-gram"
+    figures: Numbers = {
+        f"{name} causal val loss": v,
+        f"{name} teacher-forced val loss": run["history"][-1]["val_loss"],
+        f"best n-gram val loss (order {order})": best,
+    }
+    return Gate(ok, why, figures)
+
+
+def _dk(result: dict[str, Any]) -> int:
+    m = result["settings"]["model"]
+    return m["d_model"] // m["num_heads"]
+
+
+def study_subject(result: dict[str, Any], name: str) -> Subject:
+    """The study run ``name`` as a :class:`Subject` (final measurements from the run entry)."""
+    run = result["runs"][name]
+    final = {k: v for k, v in run.items() if k not in ("spec", "history", "diverged")}
+    objective = (run.get("spec") or {}).get("objective", "all")
+    scope = f"run {name} of the small specimen ({scale_line(result)})"
+    return Subject(name, run.get("history", []), final, _dk(result), scope, True,
+                   run_gate(result, name), objective)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrendCall:
+    """What a rule reads from a trend: an outcome (or None), its words and its numbers."""
+
+    outcome: str | None
+    text: str
+    numbers: Numbers = field(default_factory=dict)
+
+
+GATE_PREMISE = "every run used beats the best n-gram order (causal validation loss)"
+
+Decision = str | tuple[str, str]
+
+
+def outcome(
+    claim: str,
+    uses: Sequence[Subject],
+    *,
+    rule: str,
+    scope: str,
+    caveat: str,
+    numbers: Numbers,
+    premise: str = "",
+    premise_met: bool | None = True,
+    decide: Callable[[], Decision],
+    trend: TrendCall | None = None,
+    by: str | None = None,
+) -> Verdict:
+    """A row, its checks in order (module docstring).
+
+    ``premise_met``: the statement's premise beyond the gate (True when there is
+    none; None when the saved results do not measure it). ``decide`` is called
+    only when the gate and the premise hold; it returns an outcome, or
+    ``(outcome, reason)`` for an inconclusive one with a reason other than
+    "between the cut-offs".
+    """
+    failing = [s.by for s in uses if s.gate is not None and not s.gate.passed]
+    gated = [s for s in uses if s.gate is not None]
+    nums: Numbers = {}
+    for s in gated:
+        nums.update(s.gate.figures)  # type: ignore[union-attr]
+    nums.update(numbers)
+    full_premise = "; ".join(p for p in (GATE_PREMISE if gated else "", premise) if p)
+    notes: list[str] = []
+    reason = ""
+    if failing:
+        notes.append(
+            "gate failed: " + "; ".join(s.gate.why for s in gated if not s.gate.passed)  # type: ignore[union-attr]
+        )
+    if premise_met is None:
+        met, verdict, reason = None, INCONCLUSIVE, NOT_MEASURED
+    elif failing:
+        met, verdict, reason = False, INCONCLUSIVE, NOT_REPRODUCED
+        if premise_met:
+            end = decide()
+            end_v = end[0] if isinstance(end, tuple) else end
+            notes.append(f"the end point alone would say {end_v!r}, not a verdict at this scale")
+    elif not premise_met:
+        met, verdict, reason = False, INCONCLUSIVE, PREMISE_ABSENT
+    else:
+        met = True
+        end = decide()
+        verdict, reason = end if isinstance(end, tuple) else (end, "")
+        if verdict == INCONCLUSIVE and not reason:
+            reason = UNDECIDED
+    if verdict == INCONCLUSIVE and reason != NOT_MEASURED and trend and trend.outcome:
+        verdict = trend.outcome
+    return Verdict(
+        claim,
+        verdict,
+        by if by is not None else " vs ".join(s.by for s in uses),
+        rule,
+        "; ".join([*notes, caveat]) if caveat else "; ".join(notes),
+        nums,
+        scope=scope,
+        premise=full_premise,
+        premise_met=met,
+        reason=reason,
+        trend=trend.text if trend else "",
+        trend_numbers=dict(trend.numbers) if trend else {},
+    )
