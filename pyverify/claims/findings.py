@@ -30,6 +30,7 @@ from pyverify.claims.verdict import (
     DIFFERS,
     INCONCLUSIVE,
     NO_DIFFERENCE,
+    OPEN,
     PRESENT,
     Verdict,
 )
@@ -62,14 +63,16 @@ def _ungated(s: Subject) -> Subject:
 def exposure_finding(subjects: dict[str, Subject]) -> Verdict:
     """F1: per run the three validation losses and the online contract (module docstring)."""
     rule = (
-        f"per run: the model reads later tokens through G if its causal validation loss "
+        f"per run: the model uses later tokens through G if its causal validation loss "
         f"exceeds the teacher-forced one by more than {LEAK_NATS:g} nats/token; present if some "
-        "run does, absent if none does. The online contract (the author's audit: the prefix "
-        "logits that change when the rest of the sequence is replaced) shows whether the "
-        "channel exists at all; the prompt-A loss (A from the first tokens only) is leak-free"
+        "run does; otherwise open, not used, if in some run prefix logits change when the rest "
+        "of the sequence is replaced (the author's online contract: the channel exists), and "
+        "absent if in no run any does; the prompt-A loss (A from the first tokens only) is "
+        "leak-free"
     )
     nums: Numbers = {}
     gaps: list[float] = []
+    moved: list[bool] = []
     for name, s in subjects.items():
         f = s.final
         causal = f.get("causal_val_loss")
@@ -81,6 +84,7 @@ def exposure_finding(subjects: dict[str, Subject]) -> Verdict:
             nums[f"{name} loss teacher-forced / causal / prompt-A"] = " / ".join(parts)
         o = f.get("online_contract")
         if o is not None:
+            moved.append(o["changed"] > 0)
             nums[f"{name} online contract"] = (
                 f"{o['changed']} of {o['entries']} prefix logits change "
                 f"({o['fraction_changed']:.3g}), max {o['max_abs_change']:.3g}"
@@ -99,9 +103,15 @@ def exposure_finding(subjects: dict[str, Subject]) -> Verdict:
     return outcome(
         "F1", [_ungated(s) for s in subjects.values()], rule=rule, scope=scope, caveat=caveat,
         numbers=nums, premise="a causal and a teacher-forced validation loss saved",
-        premise_met=bool(gaps) or None, decide=lambda: PRESENT if max(gaps) > LEAK_NATS else ABSENT,
+        premise_met=bool(gaps) or None, decide=lambda: _exposure(gaps, moved),
         by=one.by if one is not None else "all runs",
     )  # fmt: skip
+
+
+def _exposure(gaps: list[float], moved: list[bool]) -> str:
+    if max(gaps) > LEAK_NATS:
+        return PRESENT
+    return OPEN if any(moved) else ABSENT
 
 
 @dataclass(frozen=True)

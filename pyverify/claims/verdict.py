@@ -6,7 +6,8 @@ Outcomes. A claim or statement row is **supported**, **not supported**,
 cut-offs) but the trend's confidence interval excludes 0, it is **trending
 toward** (the trend points the way the statement goes) or **trending away**.
 A comparison row (N7, F2) **differs** or shows **no difference detected**; the
-exposure finding (F1) is **present** or **absent**. Any row can be
+exposure finding (F1) is **present** (used: a loss gap), **open, not used** (prefix
+logits move with the rest of the sequence, but no loss gap) or **absent**. Any row can be
 inconclusive; an inconclusive row names why in ``reason``:
 :data:`NOT_REPRODUCED` (a run it uses loses to the best n-gram order),
 :data:`PREMISE_ABSENT` (what the statement is about is not there, e.g. no
@@ -42,6 +43,7 @@ __all__ = [
     "NOT_REPRODUCED",
     "NOT_SUPPORTED",
     "NO_DIFFERENCE",
+    "OPEN",
     "PREMISE_ABSENT",
     "PRESENT",
     "REASONS",
@@ -69,8 +71,9 @@ DIFFERS = "differs"
 NO_DIFFERENCE = "no difference detected"
 COMPARISON_OUTCOMES = (DIFFERS, NO_DIFFERENCE, INCONCLUSIVE)
 PRESENT = "present"
+OPEN = "open, not used"
 ABSENT = "absent"
-FINDING_OUTCOMES = (PRESENT, ABSENT, INCONCLUSIVE)
+FINDING_OUTCOMES = (PRESENT, OPEN, ABSENT, INCONCLUSIVE)
 
 NOT_REPRODUCED = "not reproduced at this scale"
 PREMISE_ABSENT = "premise absent"

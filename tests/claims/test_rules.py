@@ -47,6 +47,7 @@ from pyverify.claims.verdict import (
     NOT_MEASURED,
     NOT_REPRODUCED,
     NOT_SUPPORTED,
+    OPEN,
     PREMISE_ABSENT,
     PRESENT,
     SUPPORTED,
@@ -448,7 +449,10 @@ def test_f1_target_exposure():
     assert v.verdict == PRESENT and v.decided_by == "all runs"
     assert v.numbers["author loss teacher-forced / causal / prompt-A"] == "1 / 1.4 / 1.5"
     assert v.numbers["prompt-A online contract"].startswith("100 of 16384 prefix logits change")
-    r["runs"]["author"]["val_loss"] = 1.38
+    r["runs"]["author"]["val_loss"] = 1.38  # no loss gap left, but prefix logits move
+    assert rows(r)["F1"].verdict == OPEN
+    for run in r["runs"].values():  # and no prefix logit moves either
+        run["online_contract"] = {**run["online_contract"], "changed": 0}
     assert rows(r)["F1"].verdict == ABSENT
     assert rows(legacy(study()))["F1"].verdict == PRESENT  # the teacher-forced loss of the record
 
