@@ -437,7 +437,8 @@ _COLLAPSE_EPILOG = """\
 one run, one job (a folder of its own; launchable by torchrun, a Slurm array or any
 scheduler; rank 0 measures and writes):
   pyverify collapse --run author -o runs/author
-  torchrun --nproc_per_node 2 -m pyverify.cli collapse --run author -o runs/author
+  torchrun --standalone --nproc_per_node 2 -m pyverify.cli -- collapse --run author -o runs/author
+  (the -- keeps torchrun from taking --run for its own --run-path)
 the whole study on this machine (each run's job as a subprocess, --jobs at a time,
 then merged into -o): pyverify collapse [-o DIR] [--jobs N]
 merge run folders into one ledger: pyverify claims -i runs/*
