@@ -13,6 +13,7 @@ from pyverify.errors import InputValueError, UserError
 from pyverify.output import check_output_dir, check_output_file, progress, write_json
 
 if TYPE_CHECKING:
+    from pyverify.collapse.config import RunConfig
     from pyverify.lean.build import BuildResult
     from pyverify.lean.toolchain import Toolchain
 
@@ -291,7 +292,7 @@ def _register_diagnose(sub: Any) -> None:
     p.add_argument("--tokens", help="prompts for --checkpoint (.npy, .json or text lines)")
     p.add_argument(
         "--inputs",
-        help="--checkpoint: a study's saved inputs (reports/collapse/checkpoints/inputs.json)",
+        help="--checkpoint: a study's saved inputs (reports/collapse/runs/NAME/inputs.json)",
     )
     p.add_argument(
         "--new-tokens",
@@ -347,50 +348,155 @@ def _register_report(sub: Any) -> None:
     p.set_defaults(func=_cmd_report)
 
 
-def _cmd_collapse(args: argparse.Namespace) -> int:
-    """Run ``pyverify collapse`` (the ablation study)."""
+def _collapse_config(args: argparse.Namespace) -> RunConfig:
+    """The study's settings from ``--settings``/``--small`` and ``--steps``."""
     from dataclasses import replace
 
-    from pyverify.collapse.config import RUNS, full_config, small_config
-    from pyverify.collapse.plots import draw_all
-    from pyverify.collapse.runner import run_collapse
+    from pyverify.collapse.config import full_config, small_config
+    from pyverify.collapse.job import read_settings
+
+    if args.settings and args.small:
+        raise InputValueError("--settings and --small exclude each other")
+    if args.settings:
+        cfg = read_settings(Path(args.settings))
+    else:
+        cfg = small_config() if args.small else full_config()
+    if args.steps is not None:
+        cfg = replace(cfg, steps=args.steps)
+    return cfg.validate()
+
+
+def _cmd_collapse(args: argparse.Namespace) -> int:
+    """Run ``pyverify collapse``: one run's job (``--run``) or the whole study."""
+    from pyverify.collapse.config import RUNS
+    from pyverify.collapse.merge import RUNS_DIR
     from pyverify.paths import repo_root
 
-    out = Path(args.output) if args.output else repo_root() / "reports" / "collapse"
-    check_output_dir(out, "collapse -o/--output")
+    study_dir = repo_root() / "reports" / "collapse"
     if args.plots_only:
+        if args.run:
+            raise InputValueError("--plots-only draws a study's figures; it takes no --run")
+        from pyverify.collapse.plots import draw_all
+
+        out = check_output_dir(args.output or study_dir, "collapse -o/--output")
         for path in draw_all(out):
             print(f"wrote {path}")
         return 0
-    cfg = small_config() if args.small else full_config()
-    if args.steps is not None:
-        cfg = replace(cfg, steps=args.steps)
-    runs = tuple(args.run) if args.run else tuple(RUNS)
-    run_collapse(cfg, out, runs=runs, resume=args.resume, jobs=args.jobs, threads=args.threads,
-                 progress=not args.no_progress, log=progress)  # fmt: skip
+    cfg = _collapse_config(args)
+    say = None if args.no_progress else progress
+    if args.run:
+        from pyverify.collapse.distributed import dist_env
+        from pyverify.collapse.job import run_job
+
+        if args.run not in RUNS:
+            raise InputValueError(f"--run: unknown run {args.run!r} (known: {', '.join(RUNS)})")
+        if args.jobs is not None:
+            raise InputValueError(
+                "--jobs is the whole study's; one run's job takes its processes from its "
+                "launcher (torchrun --nproc_per_node N)"
+            )
+        out = Path(args.output) if args.output else study_dir / RUNS_DIR / args.run
+        env = dist_env(args.device)
+        check_output_dir(out, "collapse -o/--output")
+        done = run_job(
+            cfg,
+            args.run,
+            out,
+            env=env,
+            resume=args.resume,
+            restart=args.restart,
+            threads=args.threads,
+            progress=say,
+        )
+        if done is not None:
+            print(f"wrote {out}")
+        return 0
+    from pyverify.collapse.runner import JobFailedError, run_collapse
+
+    out = check_output_dir(args.output or study_dir, "collapse -o/--output")
+    try:
+        run_collapse(
+            cfg,
+            out,
+            resume=args.resume,
+            restart=args.restart,
+            jobs=args.jobs or 2,
+            threads=args.threads,
+            device=args.device,
+            progress=say is not None,
+            log=progress,
+        )
+    except JobFailedError as exc:
+        print(f"pyverify: error: {exc}", file=sys.stderr)
+        return exc.status
     print(f"wrote {out}")
     return 0
+
+
+_COLLAPSE_EPILOG = """\
+one run, one job (a folder of its own; launchable by torchrun, a Slurm array or any
+scheduler; rank 0 measures and writes):
+  pyverify collapse --run author -o runs/author
+  torchrun --standalone --nproc_per_node 2 -m pyverify.cli -- collapse --run author -o runs/author
+  (the -- keeps torchrun from taking --run for its own --run-path)
+the whole study on this machine (each run's job as a subprocess, --jobs at a time,
+then merged into -o): pyverify collapse [-o DIR] [--jobs N]
+merge run folders into one ledger: pyverify claims -i runs/*
+"""
 
 
 def _register_collapse(sub: Any) -> None:
     """Add the ``collapse`` sub-command to an ``argparse`` sub-parsers object.
 
-    ``pyverify collapse [-o DIR] [--study ablation] [--small] [--steps N] [--run R ...]
-    [--resume] [--jobs N] [--threads N] [--plots-only]``.
+    ``pyverify collapse [--run NAME] [-o DIR] [--small | --settings FILE] [--steps N]
+    [--resume | --restart] [--jobs N] [--threads N] [--device D] [--plots-only]``.
     """
     from pyverify.collapse.config import RUNS
 
-    p = sub.add_parser("collapse", help="the ablation study of the paper's empirical collapse")
-    p.add_argument("-o", "--output", default=None, help="default: <repo>/reports/collapse")
+    p = sub.add_parser(
+        "collapse",
+        help="the ablation study of the paper's empirical collapse",
+        epilog=_COLLAPSE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--run", metavar="NAME", help=f"train and measure one run as one job: {', '.join(RUNS)}"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="the study's folder (default reports/collapse), or with --run the run's "
+        "(default <study>/runs/NAME)",
+    )
     p.add_argument("--study", choices=("ablation",), default="ablation", help="the study to run")
     p.add_argument("--small", action="store_true", help="the small study (a test, ~1 min)")
+    p.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="settings from a JSON file (settings.json, run.json, collapse.json)",
+    )
     p.add_argument("--steps", type=_int_at_least(1), default=None, help="training steps per run")
-    p.add_argument("--run", action="append", choices=tuple(RUNS), help="only this run (repeat)")
-    p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
-    p.add_argument("--jobs", type=_int_at_least(1), default=2, help="runs trained at once")
-    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch threads per run")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume", action="store_true", help="continue the saved work (finished runs are kept)"
+    )
+    again.add_argument("--restart", action="store_true", help="discard the saved work")
+    p.add_argument(
+        "--jobs",
+        type=_int_at_least(1),
+        default=None,
+        help="the whole study: runs trained at once (default 2)",
+    )
+    p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch threads per process")
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="training device (under torchrun: cuda:LOCAL_RANK, NCCL)",
+    )
     p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress lines")
     p.set_defaults(func=_cmd_collapse)
 
 
@@ -498,12 +604,12 @@ def _register_check(sub: Any) -> None:
 
 
 def _cmd_claims(args: argparse.Namespace) -> int:
-    """Print the claims ledger E1-E8 computed from the saved study."""
+    """Print the claims ledger computed from the saved study (or merged run folders)."""
     from pyverify.claims.ledger import format_ledger, ledger_json, load_ledger
     from pyverify.paths import repo_root
 
-    src = Path(args.input) if args.input else repo_root() / "reports" / "collapse"
-    result, ledger = load_ledger(src)
+    srcs = [Path(p) for p in args.input] if args.input else [repo_root() / "reports" / "collapse"]
+    result, ledger = load_ledger(srcs)
     if args.json:
         check_output_file(Path(args.json), "claims --json")
         write_json(Path(args.json), ledger_json(result, ledger))
@@ -512,9 +618,17 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 
 def _register_claims(sub: Any) -> None:
-    """Add ``pyverify claims [-i DIR] [--json FILE]`` (the ledger of E1-E8)."""
-    p = sub.add_parser("claims", help="the paper's empirical claims E1-E8, a verdict each")
-    p.add_argument("-i", "--input", default=None, help="study folder (default reports/collapse)")
+    """Add ``pyverify claims [-i DIR [DIR ...]] [--json FILE]`` (the claims ledger)."""
+    p = sub.add_parser("claims", help="the claims ledger: E1-E8, N1-N7 rows, findings F1-F2, each by a rule")
+    p.add_argument(
+        "-i",
+        "--input",
+        nargs="+",
+        metavar="DIR",
+        default=None,
+        help="a study folder (default reports/collapse), or run folders to merge "
+        "(runs of one study: their settings must agree)",
+    )
     p.add_argument("--json", default=None, help="also write the float-free ledger here")
     p.set_defaults(func=_cmd_claims)
 

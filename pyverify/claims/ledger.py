@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pyverify.claims.rules import rules, study_findings
 from pyverify.claims.subject import best_ngram, run_gate, scale_line
 from pyverify.claims.verdict import CLAIMS, FINDINGS, STATEMENTS, Verdict
-from pyverify.errors import InputValueError, MissingInputError
+from pyverify.collapse.merge import NotAStudyError, load_sources
 
 __all__ = [
     "NotAStudyError",
@@ -22,37 +22,26 @@ __all__ = [
 ]
 
 
-class NotAStudyError(InputValueError):
-    """``collapse.json`` is JSON but not an ablation study's result."""
+def load_study(
+    src: Path | Sequence[Path],
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The saved study (``collapse.json``, ``timings.json``) or run folders, merged.
 
-
-def load_study(collapse_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """``collapse.json`` (required) and ``timings.json`` (optional) of a saved study.
+    ``src``: a study folder, or several folders (studies or the run folders of
+    ``pyverify collapse --run NAME -o DIR``) merged into one study of the same
+    shape (:mod:`pyverify.collapse.merge`: their settings must agree apart from
+    the step count).
 
     Raises
     ------
     MissingInputError
-        When ``collapse.json`` is absent.
+        When a folder or its results are absent.
     NotAStudyError
-        When ``collapse.json`` is not an ablation study's result.
+        When ``collapse.json`` (or ``run.json``) is not an ablation study's.
     InputValueError
-        When a file is not JSON.
+        When a file is not JSON, or the folders are not runs of one study.
     """
-    src = collapse_dir / "collapse.json"
-    if not src.is_file():
-        raise MissingInputError(f"{src} not found: run `pyverify collapse` first")
-
-    def read(p: Path) -> dict[str, Any]:
-        try:
-            return json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputValueError(f"{p}: unreadable ({exc})") from exc
-
-    result = read(src)
-    if result.get("study") != "ablation" or "runs" not in result:
-        raise NotAStudyError(f"{src}: not an ablation study (rerun `pyverify collapse`)")
-    tf = collapse_dir / "timings.json"
-    return result, read(tf) if tf.is_file() else None
+    return load_sources([src] if isinstance(src, Path) else list(src))
 
 
 def build_ledger(result: dict[str, Any], timings: dict[str, Any] | None) -> list[Verdict]:
@@ -60,9 +49,9 @@ def build_ledger(result: dict[str, Any], timings: dict[str, Any] | None) -> list
     return [*rules(result, timings), *study_findings(result)]
 
 
-def load_ledger(collapse_dir: Path) -> tuple[dict[str, Any], list[Verdict]]:
-    """The saved study and its ledger."""
-    result, timings = load_study(collapse_dir)
+def load_ledger(src: Path | Sequence[Path]) -> tuple[dict[str, Any], list[Verdict]]:
+    """The saved study (or the merged run folders, :func:`load_study`) and its ledger."""
+    result, timings = load_study(src)
     return result, build_ledger(result, timings)
 
 

@@ -5,8 +5,12 @@ Modules: :mod:`~pyverify.collapse.corpus` (byte tokenizer, split, batches),
 ``pldr_model_v510`` layout), :mod:`~pyverify.collapse.config` (settings and the
 named runs), :mod:`~pyverify.collapse.inputs` (the study's measurement inputs),
 :mod:`~pyverify.collapse.train` (training, the author's checkpoint format),
-:mod:`~pyverify.collapse.plots`, :mod:`~pyverify.collapse.runner`
-(``pyverify collapse``). Every measurement is :mod:`pyverify.measure`'s.
+:mod:`~pyverify.collapse.distributed` (DDP under ``torchrun``: the process group,
+the batch split), :mod:`~pyverify.collapse.job` (one run as one job, its folder),
+:mod:`~pyverify.collapse.merge` (run folders merged into one study),
+:mod:`~pyverify.collapse.plots`, :mod:`~pyverify.collapse.runner` (``pyverify
+collapse``: the whole study, one job per run). Every measurement is
+:mod:`pyverify.measure`'s.
 """
 
 from typing import Any

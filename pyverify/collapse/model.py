@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F  # noqa: N812
-from torch.nn.utils import skip_init
 
 from pyverify.errors import InputValueError
 
@@ -100,12 +100,25 @@ class ModelConfig:
         return self
 
 
+_M = TypeVar("_M", bound=nn.Module)
+
+
+def _blank(cls: type[_M], *args: object, **kwargs: object) -> _M:
+    """A module whose values :func:`init_weights` draws, built without moving torch's RNG.
+
+    Not ``skip_init``: it builds on the meta device, whose first use imports
+    ``torch._dynamo``, seconds in every new process (each job, each torchrun rank).
+    """
+    with torch.random.fork_rng(devices=[]):
+        return cls(*args, **kwargs)
+
+
 def _linear(d_in: int, d_out: int) -> nn.Linear:
-    return skip_init(nn.Linear, d_in, d_out)  # drawn by init_weights, not torch's global RNG
+    return _blank(nn.Linear, d_in, d_out)
 
 
 def _layernorm(n: int) -> nn.LayerNorm:
-    return skip_init(nn.LayerNorm, n, eps=LN_EPS)
+    return _blank(nn.LayerNorm, n, eps=LN_EPS)
 
 
 class GLUVariant(nn.Module):
@@ -302,7 +315,7 @@ class Decoder(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.embedding = skip_init(nn.Embedding, cfg.vocab, cfg.d_model)
+        self.embedding = _blank(nn.Embedding, cfg.vocab, cfg.d_model)
         self.dec_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.layernorm1 = _layernorm(cfg.d_model)
 

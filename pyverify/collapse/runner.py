@@ -1,133 +1,87 @@
-"""``pyverify collapse``: the ablation study -- train the named runs, measure, write JSON.
+"""``pyverify collapse`` without ``--run``: the whole study on one machine, one job per run.
 
-Writes into ``out_dir`` (default ``reports/collapse/``):
+Each run is one job (:mod:`~pyverify.collapse.job`), the command a cluster would
+run: ``pyverify collapse --run NAME -o DIR/runs/NAME --settings DIR/settings.json
+--threads T``. Here the jobs run as subprocesses, ``jobs`` at a time, the longest
+first; nothing else is scheduled. Then their folders are merged
+(:mod:`~pyverify.collapse.merge`) into ``out_dir`` (default ``reports/collapse/``):
 
 * ``collapse.json`` -- settings, the n-gram baseline and every deterministic
   number of every run (byte-identical for the same settings and thread count);
 * ``timings.json`` -- wall times, decoding speed, host and load (not deterministic);
 * ``*.png`` -- figures drawn from ``collapse.json`` alone
   (:func:`pyverify.collapse.plots.draw_all`, also ``--plots-only``);
-* ``checkpoints/<run>/`` -- ``checkpoint.pt`` (the author's checkpoint format,
-  :mod:`pyverify.collapse.train`), ``init.pt`` (the step-0 model) and, once a run
-  is done, ``final.json`` and ``timing.json``, for ``--resume``; and
-  ``checkpoints/inputs.json``, the measurement inputs, for ``pyverify diagnose
-  --checkpoint ... --inputs`` (all git-ignored).
+* ``settings.json`` -- the settings every job reads;
+* ``runs/<name>/`` -- the jobs' folders: ``run.json``, ``timing.json``,
+  ``checkpoint.pt`` (the author's checkpoint format), ``init.pt``,
+  ``inputs.json`` (for ``pyverify diagnose --checkpoint ... --inputs``) and
+  ``settings.json`` (git-ignored).
 
-Runs go ``jobs`` at a time in worker processes of one thread each, the longest
-first, so a run's numbers do not depend on ``jobs``.
+A run's numbers do not depend on ``jobs``: every job is its own process of
+``threads`` threads.
 """
 
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
 import os
 import platform
-import queue
+import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from pyverify.collapse.config import RUNS, RunConfig
-from pyverify.collapse.corpus import load_corpus
-from pyverify.collapse.inputs import INPUTS_FILE, final_inputs, write_inputs
-from pyverify.collapse.ngram import ngram_losses
-from pyverify.collapse.train import (
-    CHECKPOINT,
-    INIT,
-    TrainingDivergedError,
-    load_checkpoint,
-    train_run,
-)
+from pyverify.collapse.config import RUNS, STUDY_RUNS, RunConfig
+from pyverify.collapse.job import SETTINGS_FILE, baseline, folder_work, is_finished
+from pyverify.collapse.merge import RESULT_FILE, RUNS_DIR, TIMINGS_FILE, load_sources
 from pyverify.errors import InputValueError
-from pyverify.measure import as_float64, load_model, measure_final
-from pyverify.measure.decoding import time_per_token
 from pyverify.output import Progress, write_json
 
-__all__ = ["RESULT_FILE", "TIMINGS_FILE", "baseline", "run_collapse"]
+__all__ = [
+    "RESULT_FILE",
+    "RUNS_DIR",
+    "TIMINGS_FILE",
+    "JobFailedError",
+    "baseline",
+    "job_command",
+    "run_collapse",
+]
 
-RESULT_FILE = "collapse.json"
-TIMINGS_FILE = "timings.json"
-FINAL_FILE = "final.json"
-TIMING_FILE = "timing.json"
-FINAL_VERSION = 3
-"""Version of the final measurements; a saved ``final.json`` of another is redone on
-``--resume`` (from the finished checkpoint, without retraining). 2: the causal
-validation loss was added after the first full run showed that the teacher-forced
-loss sees later tokens through G. 3: one measurement path (:mod:`pyverify.measure`):
-the online contract and the N1 cache contract added."""
-
-
-def baseline(cfg: RunConfig) -> dict[str, Any]:
-    """The n-gram baseline on the model's validation windows (:mod:`~pyverify.collapse.ngram`)."""
-    corpus = load_corpus()
-    val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5).numpy()
-    losses = ngram_losses(corpus.train, val, cfg.ngram_max)
-    best = min(range(len(losses)), key=losses.__getitem__)
-    return {
-        "model": "Witten-Bell interpolated byte n-gram, train split, same validation windows",
-        "val_loss_by_order": losses,
-        "best_order": best + 1,
-        "val_loss": losses[best],
-    }
+POLL_S = 0.2
 
 
-def _final(model: Any, cfg: RunConfig, corpus: Any, ckpt_dir: Path) -> tuple[dict, dict]:
-    fin = final_inputs(cfg, corpus)
-    init64 = load_model(ckpt_dir / INIT)
-    final = measure_final(as_float64(model), fin, init64)
-    timing = time_per_token(model, fin.prompts[0], cfg.n_new)
-    return final, timing
+class JobFailedError(RuntimeError):
+    """A run's job exited with an error (its own output says why); ``status``: exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-def _one_run(
-    name: str, cfg: RunConfig, out_dir: Path, resume: bool, stop_after: int | None, threads: int, q
-) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
-    """Train and measure one run (in a worker or in-process); ``(name, entry, timing)``."""
-    torch.set_num_threads(threads)
-    run = RUNS[name]
-    ckpt_dir = out_dir / "checkpoints" / name
-    final_f, timing_f = ckpt_dir / FINAL_FILE, ckpt_dir / TIMING_FILE
-    stamp = {"settings": cfg.to_dict(), "run": run.to_dict(), "final_version": FINAL_VERSION}
-    if resume and final_f.is_file() and timing_f.is_file():
-        saved = json.loads(final_f.read_text())
-        if saved.get("stamp") == stamp:
-            if q is not None:
-                q.put((name, cfg.run_steps(run), float("nan")))
-            return name, saved["entry"], json.loads(timing_f.read_text())
-    earlier = 0.0  # training time of earlier sessions (a resumed run keeps its total)
-    if resume and timing_f.is_file():
-        earlier = float(json.loads(timing_f.read_text()).get("train_and_measure_s", 0.0))
-    corpus = load_corpus()
-    t1 = time.perf_counter()
-    cb = None if q is None else (lambda s, loss: q.put((name, s, loss)))
-    try:
-        model, history = train_run(
-            cfg, run, corpus, ckpt_dir, resume=resume, stop_after=stop_after, on_step=cb
-        )
-    except TrainingDivergedError as exc:  # a finding, recorded; the other runs go on
-        ckpt = ckpt_dir / CHECKPOINT
-        hist = load_checkpoint(ckpt)["trainer"]["history"] if ckpt.is_file() else []
-        entry = {"spec": run.to_dict(), "history": hist, "diverged": str(exc)}
-        write_json(final_f, {"stamp": stamp, "entry": entry})
-        write_json(timing_f, {"train_and_measure_s": time.perf_counter() - t1})
-        return name, entry, {"train_and_measure_s": time.perf_counter() - t1}
-    t2 = time.perf_counter()
-    entry: dict[str, Any] = {"spec": run.to_dict(), "history": history}
-    if stop_after is not None and stop_after < cfg.run_steps(run):
-        return name, entry, None
-    final, timing = _final(model, cfg, corpus, ckpt_dir)
-    entry.update(final)
-    timing = {
-        "train_and_measure_s": earlier + t2 - t1,
-        "final_s": time.perf_counter() - t2,
-        **timing,
-    }
-    write_json(final_f, {"stamp": stamp, "entry": entry})
-    write_json(timing_f, timing)
-    return name, entry, timing
+def job_command(
+    name: str,
+    out_dir: Path,
+    *,
+    threads: int = 1,
+    device: str = "cpu",
+    resume: bool = False,
+    restart: bool = False,
+    progress: bool = True,
+) -> list[str]:
+    """The job command of run ``name`` in the study ``out_dir`` (``python -m pyverify.cli``)."""
+    cmd = [sys.executable, "-m", "pyverify.cli", "collapse", "--run", name,
+           "-o", str(out_dir / RUNS_DIR / name), "--settings", str(out_dir / SETTINGS_FILE),
+           "--threads", str(threads), "--device", device]  # fmt: skip
+    if resume:
+        cmd.append("--resume")
+    if restart:
+        cmd.append("--restart")
+    if not progress:
+        cmd.append("--no-progress")
+    return cmd
 
 
 def _loadavg() -> list[float] | None:
@@ -137,47 +91,75 @@ def _loadavg() -> list[float] | None:
         return None
 
 
+def _launch(cmds: dict[str, list[str]], jobs: int, say: Progress) -> dict[str, int]:
+    """Run the commands ``jobs`` at a time, in the given order; the exit status of each."""
+    env = {k: v for k, v in os.environ.items()}
+    pending, running, status = list(cmds), {}, {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                name = pending.pop(0)
+                say(f"collapse: start {name}: {shlex.join(cmds[name])}")
+                # the job's stdout (a "wrote" line) goes to stderr: stdout stays the result
+                running[name] = subprocess.Popen(cmds[name], env=env, stdout=2)
+            time.sleep(POLL_S)
+            for name, proc in list(running.items()):
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                del running[name]
+                status[name] = rc
+                word = "done" if rc == 0 else f"FAILED (exit status {rc})"
+                say(f"collapse: {name} {word} ({len(status)}/{len(cmds)})")
+    finally:  # interrupted: stop the jobs (their checkpoints are written atomically)
+        for proc in running.values():
+            proc.terminate()
+        for proc in running.values():
+            proc.wait()
+    return status
+
+
 def run_collapse(
     cfg: RunConfig,
     out_dir: Path,
     *,
-    runs: tuple[str, ...] = tuple(RUNS),
+    runs: tuple[str, ...] = STUDY_RUNS,
     resume: bool = False,
-    jobs: int = 1,
+    restart: bool = False,
+    jobs: int = 2,
     threads: int = 1,
-    stop_after: int | None = None,
+    device: str = "cpu",
     progress: bool = True,
     log: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the study; return the deterministic result (also written to disk).
+    """Run the study (one job per run, ``jobs`` at a time); return ``collapse.json``'s content.
 
     Parameters
     ----------
     cfg : RunConfig
         Settings (:func:`~pyverify.collapse.config.full_config` by default in the CLI).
     out_dir : pathlib.Path
-        Output folder.
+        The study folder (see the module docstring).
     runs : tuple of str
         Names from :data:`~pyverify.collapse.config.RUNS`.
-    resume : bool
-        Continue each run from its checkpoint (finished runs are not redone).
+    resume, restart : bool
+        Continue the runs' saved work (finished runs are kept) / discard it.
+        Without either, a run folder holding work is refused.
     jobs : int
-        Runs trained at once, each in a worker process of ``threads`` threads
-        (1: in this process).
+        Jobs at once.
     threads : int
-        ``torch.set_num_threads`` per run (numbers are reproducible for a fixed count).
-    stop_after : int, optional
-        Stop every run after this many steps (interruption test); nothing
-        final is written then.
+        ``torch.set_num_threads`` of each job.
+    device : str
+        ``cpu`` or ``cuda``, for every job.
     progress : bool
-        Show a rich progress bar.
+        The jobs' progress lines.
     log : callable, optional
-        Receives one line per phase.
+        Receives this function's lines (launches, completions, the result).
 
-    Returns
-    -------
-    dict
-        The content of ``collapse.json``.
+    Raises
+    ------
+    JobFailedError
+        When a job fails (after the others have finished; nothing is merged).
     """
     cfg.validate()
     for r in runs:
@@ -185,19 +167,47 @@ def run_collapse(
             raise InputValueError(f"--run: unknown run {r!r} (known: {', '.join(RUNS)})")
     if jobs < 1 or threads < 1:
         raise InputValueError("--jobs and --threads must be >= 1")
+    if resume and restart:
+        raise InputValueError("--resume and --restart exclude each other")
+    if "WORLD_SIZE" in os.environ:
+        raise InputValueError(
+            "the whole study does not run under torchrun: launch one job per run "
+            "(pyverify collapse --run NAME -o DIR) and merge with pyverify claims -i DIR ..."
+        )
     say = log or (lambda _m: None)
+    run_dirs = {n: out_dir / RUNS_DIR / n for n in runs}
+    if not (resume or restart):
+        for d in run_dirs.values():
+            held = folder_work(d) if d.is_dir() else None
+            if held is not None:
+                raise InputValueError(
+                    f"{d} holds {held}: --resume continues the study, --restart discards it"
+                )
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / SETTINGS_FILE, cfg.to_dict())
     t0 = time.perf_counter()
     load_before = _loadavg()
-    say("collapse: n-gram baseline")
-    (out_dir / "checkpoints").mkdir(exist_ok=True)
-    write_inputs(out_dir / "checkpoints" / INPUTS_FILE, cfg, load_corpus())
-    result: dict[str, Any] = {
-        "study": "ablation",
-        "settings": cfg.to_dict(),
-        "baseline": baseline(cfg),
-        "runs": {},
-    }
+    todo = [n for n in runs if not (resume and is_finished(cfg, n, run_dirs[n]))]
+    for n in runs:
+        if n not in todo:
+            say(f"collapse: {n} finished already ({run_dirs[n]})")
+    todo.sort(key=lambda n: -cfg.run_steps(RUNS[n]))  # the longest do not start last
+    opts = {"threads": threads, "device": device, "resume": resume, "restart": restart}
+    cmds = {n: job_command(n, out_dir, progress=progress, **opts) for n in todo}
+    say(f"collapse: {len(todo)} jobs, {min(jobs, max(1, len(todo)))} at a time")
+    status = _launch(cmds, jobs, say)
+    failed = {n: rc for n, rc in status.items() if rc != 0}
+    if failed:
+        first = next(iter(failed))
+        raise JobFailedError(
+            f"collapse: {len(failed)} of {len(todo)} jobs failed ({', '.join(failed)}; their "
+            f"output is above); nothing merged. Rerun one: {shlex.join(cmds[first][1:])} "
+            "(--resume keeps its work)",
+            2 if all(rc == 2 for rc in failed.values()) else 1,
+        )
+    result, run_timings = load_sources([run_dirs[n] for n in runs])
+    if result["settings"] != cfg.to_dict():  # every job read settings.json: cannot differ
+        raise InputValueError(f"{out_dir}: a run folder holds other settings; --restart")
     timings: dict[str, Any] = {
         "jobs": jobs,
         "threads_per_run": threads,
@@ -205,68 +215,15 @@ def run_collapse(
         "cpu_count": os.cpu_count(),
         "torch": torch.__version__,
         "loadavg_before": load_before,
-        "runs": {},
+        "runs": (run_timings or {}).get("runs", {}),
     }
-    done: dict[str, tuple[dict | None, dict | None]] = {}
-    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
-    from rich.progress import Progress as Bar
-
-    with Bar(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn("loss {task.fields[loss]:.3f}"),
-        TimeRemainingColumn(),
-        disable=not progress,
-        transient=False,
-    ) as bar:
-        tasks = {
-            n: bar.add_task(f"collapse {n}", total=cfg.run_steps(RUNS[n]), loss=float("nan"))
-            for n in runs
-        }
-
-        def show(msg: tuple[str, int, float]) -> None:
-            bar.update(tasks[msg[0]], completed=msg[1], loss=msg[2])
-
-        if jobs == 1:
-            before = torch.get_num_threads()  # in-process: leave the caller's count as it was
-            try:
-                for n in runs:
-                    _, entry, timing = _one_run(n, cfg, out_dir, resume, stop_after, threads, None)
-                    done[n] = (entry, timing)
-                    steps = cfg.run_steps(RUNS[n])
-                    bar.update(tasks[n], completed=steps if stop_after is None else stop_after)
-            finally:
-                torch.set_num_threads(before)
-        else:
-            ctx = mp.get_context("spawn")
-            with ctx.Manager() as mgr, ctx.Pool(jobs) as pool:
-                q = mgr.Queue()
-                longest_first = sorted(runs, key=lambda n: -cfg.run_steps(RUNS[n]))
-                pending = [
-                    pool.apply_async(_one_run, (n, cfg, out_dir, resume, stop_after, threads, q))
-                    for n in longest_first  # the 3x runs do not start last
-                ]
-                while not all(p.ready() for p in pending):
-                    try:
-                        show(q.get(timeout=0.5))
-                    except queue.Empty:
-                        pass
-                for p in pending:
-                    n, entry, timing = p.get()  # re-raises a worker's error here
-                    done[n] = (entry, timing)
-    for n in runs:
-        entry, timing = done[n]
-        result["runs"][n] = entry
-        if timing is not None:
-            timings["runs"][n] = timing
-    if stop_after is not None and stop_after < max(cfg.run_steps(RUNS[n]) for n in runs):
-        return result
     timings["total_s"] = time.perf_counter() - t0
     timings["loadavg_after"] = _loadavg()
     old_f = out_dir / TIMINGS_FILE
     if resume and old_f.is_file():  # the sessions before this one, as they were measured
-        old = json.loads(old_f.read_text())
+        from pyverify.collapse.job import read_json
+
+        old = read_json(old_f)
         keep = ("total_s", "loadavg_before", "loadavg_after", "jobs")
         timings["earlier_sessions"] = [
             *old.get("earlier_sessions", []),

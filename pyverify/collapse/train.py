@@ -4,11 +4,15 @@ Determinism: the initialisation uses a seeded generator, step ``t``'s batch
 comes from ``default_rng([seed, t])``, the learning rate is a function of ``t``
 alone and every measurement draws from its own seeded generator, so the state
 after step ``t`` is (model, optimizer, history, loss accumulators). A resumed
-run gives the same numbers as an uninterrupted one (same thread count).
+run gives the same numbers as an uninterrupted one (same thread count and
+world size). Under ``torchrun`` the same loop trains with DDP, the global batch
+split over the ranks (:mod:`~pyverify.collapse.distributed`); one plain process
+runs it without a process group, bit for bit as before the split existed.
 
 Checkpoints (``out_dir``), written atomically (a temporary file, then a rename):
 
-* ``checkpoint.pt`` every ``measure_every`` steps and at the end: the author's
+* ``checkpoint.pt`` every ``measure_every`` steps, every ``save_every_s`` seconds
+  and at the end (rank 0 writes, every rank reads to resume): the author's
   ``save_model`` dict (``pldr_run_model_v510.py``) -- ``model_state_dict`` (a
   ``pldr_model_v510`` state dict), ``optimizer_state_dict``, ``loss`` and
   ``accuracy`` (the training loss and token accuracy averaged since the
@@ -24,24 +28,29 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional as F  # noqa: N812
 
 from pyverify.collapse.config import RunConfig, RunSpec
 from pyverify.collapse.corpus import Corpus
+from pyverify.collapse.distributed import DistEnv, check_split, global_mean, local_rows, wrap
 from pyverify.collapse.inputs import record_inputs
 from pyverify.collapse.model import PLDRDecoder
 from pyverify.errors import InputValueError
 from pyverify.measure import as_float64, measure_record
+from pyverify.output import Progress
 
 __all__ = [
     "CHECKPOINT",
     "INIT",
+    "PROGRESS_EVERY_S",
+    "SAVE_EVERY_S",
     "TRAINER_FORMAT",
     "TrainingDivergedError",
     "load_checkpoint",
@@ -55,6 +64,10 @@ CHECKPOINT = "checkpoint.pt"
 INIT = "init.pt"
 TRAINER_FORMAT = 1
 """Version of the ``trainer`` entry; a checkpoint of another is not resumed."""
+PROGRESS_EVERY_S = 20.0
+"""Seconds between rank 0's progress lines."""
+SAVE_EVERY_S = 600.0
+"""Seconds between checkpoints at most (besides every measurement): the work a kill can lose."""
 
 
 class TrainingDivergedError(ValueError):
@@ -106,9 +119,11 @@ def make_optimizer(model: PLDRDecoder, cfg: RunConfig, run: RunSpec) -> torch.op
 
 
 def objective_loss(
-    model: PLDRDecoder, x: Tensor, y: Tensor, objective: str, prompt_len: int
+    model: nn.Module, x: Tensor, y: Tensor, objective: str, prompt_len: int
 ) -> tuple[Tensor, Tensor]:
     """``(loss, accuracy)`` of one batch under the run's objective.
+
+    ``model``: a :class:`PLDRDecoder` or its DDP wrapper.
 
     ``all``: every position of the teacher-forced window; ``last``: the final
     position only; ``prompt-A``: A (hence G) from the first ``prompt_len`` tokens,
@@ -138,6 +153,44 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
+def _cpu(obj: Any) -> Any:
+    """``obj`` with every tensor on the CPU (checkpoints load anywhere; as is on a CPU run)."""
+    if isinstance(obj, Tensor):
+        return obj.cpu()
+    if isinstance(obj, dict):
+        return {k: _cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_cpu(v) for v in obj)
+    return obj
+
+
+def _hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}h{s // 60 % 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class _Progress:
+    """Rank 0's progress lines: every ``every_s`` seconds, the step, mean loss, rate and ETA."""
+
+    def __init__(self, name: str, first: int, total: int, every_s: float, say: Progress) -> None:
+        self.name, self.first, self.total, self.every, self.say = name, first, total, every_s, say
+        self.t0 = self.last = time.monotonic()
+        self.loss, self.n = 0.0, 0
+
+    def __call__(self, step: int, loss: float) -> None:
+        self.loss, self.n = self.loss + loss, self.n + 1
+        now = time.monotonic()
+        if now - self.last < self.every and step < self.total:
+            return
+        rate = (now - self.t0) / (step - self.first)
+        self.say(
+            f"collapse {self.name}: step {step}/{self.total} ({step / self.total:.0%}), "
+            f"loss {self.loss / self.n:.3f}, {rate:.3g} s/step, "
+            f"ETA {_hms(rate * (self.total - step))}"
+        )
+        self.last, self.loss, self.n = now, 0.0, 0
+
+
 def train_run(
     cfg: RunConfig,
     run: RunSpec,
@@ -147,6 +200,11 @@ def train_run(
     resume: bool = False,
     stop_after: int | None = None,
     on_step: Callable[[int, float], None] | None = None,
+    env: DistEnv | None = None,
+    progress: Progress | None = None,
+    progress_every_s: float = PROGRESS_EVERY_S,
+    save_every_s: float = SAVE_EVERY_S,
+    on_save: Callable[[int], None] | None = None,
 ) -> tuple[PLDRDecoder, list[dict[str, Any]]]:
     """Train (or resume) one named run; return the model and the measurement history.
 
@@ -166,19 +224,36 @@ def train_run(
         Stop after this many steps in total (simulates an interruption; a
         checkpoint is written there).
     on_step : callable, optional
-        ``on_step(step, loss)`` after every step (progress bar).
+        ``on_step(step, loss)`` after every step, on rank 0.
+    env : DistEnv, optional
+        This process's rank, world size and device (default: one CPU process).
+        Distributed: the process group must be started
+        (:func:`~pyverify.collapse.distributed.start`); the global batch is split
+        over the ranks (:mod:`~pyverify.collapse.distributed`); only rank 0
+        measures and writes, every rank reads the checkpoint to resume.
+    progress : callable, optional
+        Receives rank 0's progress lines (every ``progress_every_s`` seconds).
+    save_every_s : float
+        Also write the checkpoint when this long has passed since the last one
+        (besides every measurement and the end): no more work than that is lost.
+    on_save : callable, optional
+        ``on_save(step)`` after each checkpoint, on rank 0.
 
     Returns
     -------
     tuple
         ``(model, history)``; ``history`` holds one record per measurement
         (``step``, ``lr``, ``train_loss``, ``train_accuracy`` and
-        :func:`pyverify.measure.measure_record`'s keys).
+        :func:`pyverify.measure.measure_record`'s keys); on ranks other than 0 it
+        holds what the checkpoint resumed from, no more.
     """
+    env = env or DistEnv()
+    check_split(cfg.batch, env)
+    main = env.is_main
     out_dir.mkdir(parents=True, exist_ok=True)
     ckpt = out_dir / CHECKPOINT
     total = cfg.run_steps(run)
-    model = PLDRDecoder(cfg.model, seed=cfg.seed, p_init=run.p_init)
+    model = PLDRDecoder(cfg.model, seed=cfg.seed, p_init=run.p_init).to(env.device)
     opt = make_optimizer(model, cfg, run)
     history: list[dict[str, Any]] = []
     step, loss_sum, acc_sum, n_acc = 0, 0.0, 0.0, 0
@@ -188,15 +263,17 @@ def train_run(
         state = load_checkpoint(ckpt)
         tr = state.get("trainer", {})
         if {k: tr.get(k) for k in stamp} != stamp:
-            raise InputValueError(f"{ckpt}: checkpoint of other settings; run without --resume")
+            raise InputValueError(
+                f"{ckpt}: a checkpoint of other settings or of another run; --restart discards it"
+            )
         model.load_state_dict(state["model_state_dict"])
         opt.load_state_dict(state["optimizer_state_dict"])
         step, history = tr["step"], tr["history"]
         loss_sum, acc_sum, n_acc = tr["loss_sum"], tr["acc_sum"], tr["n_acc"]
-    if not (resumed and (out_dir / INIT).is_file()):  # the init is a function of the seed
+    if main and not (resumed and (out_dir / INIT).is_file()):  # the init: a function of the seed
         init = PLDRDecoder(cfg.model, seed=cfg.seed, p_init=run.p_init) if resumed else model
-        _save(out_dir / INIT, {"model_state_dict": init.state_dict(), "optimizer_state_dict": None,
-                               "loss": None, "accuracy": None})  # fmt: skip
+        blank = {"optimizer_state_dict": None, "loss": None, "accuracy": None}
+        _save(out_dir / INIT, {"model_state_dict": _cpu(init.state_dict()), **blank})
     inputs = record_inputs(cfg, corpus)
 
     def record(step_done: int) -> None:
@@ -206,45 +283,70 @@ def train_run(
             "train_loss": loss_sum / n_acc if n_acc else None,
             "train_accuracy": acc_sum / n_acc if n_acc else None,
         }
-        rec.update(measure_record(as_float64(model), inputs))
+        m64 = as_float64(model)
+        rec.update(measure_record(m64 if env.device.type == "cpu" else m64.cpu(), inputs))
         history.append(rec)
 
-    if step == 0 and not history:
+    if main and step == 0 and not history:
         record(0)
-    model.train()
+    net = wrap(model, env)  # DDP: every rank starts from rank 0's parameters
+    net.train()
     end = total if stop_after is None else min(total, stop_after)
+    if main and progress is not None:
+        start_at = (
+            f"resumed at step {step}"
+            if resumed
+            else f"from step 0: nothing to resume in {out_dir}"
+            if resume
+            else "from step 0"
+        )
+        progress(
+            f"collapse {run.name}: {total} steps of a global batch of {cfg.batch} x {cfg.seq} "
+            f"tokens on {env.describe()}, {start_at}"
+        )
+    show = _Progress(run.name, step, end, progress_every_s, progress) if progress else None
+    last_save = time.monotonic()
     while step < end:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg, run)
-        x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)
-        loss, acc = objective_loss(model, x, y, run.objective, cfg.prompt_len)
-        if not torch.isfinite(loss):
+        x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)  # the same on every rank
+        x, y = local_rows(x, env).to(env.device), local_rows(y, env).to(env.device)
+        loss, acc = objective_loss(net, x, y, run.objective, cfg.prompt_len)
+        loss_val, acc_val = global_mean((float(loss.detach()), float(acc)), env)
+        if not math.isfinite(loss_val):  # the same value on every rank: all stop here
             raise TrainingDivergedError(
-                f"run {run.name}: training loss is {float(loss)} at step {step} "
+                f"run {run.name}: training loss is {loss_val} at step {step} "
                 f"(peak lr {run.peak_lr}); the run diverged"
             )
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # DDP: the gradients are averaged over the ranks here
         torch.nn.utils.clip_grad_value_(model.parameters(), cfg.grad_clip_value)
         opt.step()
         step += 1
-        loss_val = float(loss.detach())
-        loss_sum, acc_sum, n_acc = loss_sum + loss_val, acc_sum + float(acc), n_acc + 1
+        loss_sum, acc_sum, n_acc = loss_sum + loss_val, acc_sum + acc_val, n_acc + 1
+        if not main:
+            continue
         if on_step is not None:
             on_step(step, loss_val)
+        if show is not None:
+            show(step, loss_val)
         if step % cfg.measure_every == 0 or step == total:
             record(step)
             loss_sum, acc_sum, n_acc = 0.0, 0.0, 0
-            model.train()
-        if step % cfg.measure_every == 0 or step == end:
+            net.train()
+        if (
+            step % cfg.measure_every == 0
+            or step == end
+            or time.monotonic() - last_save >= save_every_s
+        ):
             last = history[-1]
             if last["step"] != step:  # an interruption between measurements
                 last = {"train_loss": loss_sum / n_acc, "train_accuracy": acc_sum / n_acc}
             _save(
                 ckpt,
                 {
-                    "model_state_dict": model.state_dict(),
-                    "optimizer_state_dict": opt.state_dict(),
+                    "model_state_dict": _cpu(model.state_dict()),
+                    "optimizer_state_dict": _cpu(opt.state_dict()),
                     "loss": last["train_loss"],
                     "accuracy": last["train_accuracy"],
                     "trainer": {
@@ -257,4 +359,7 @@ def train_run(
                     },
                 },
             )
+            last_save = time.monotonic()
+            if on_save is not None:
+                on_save(step)
     return model, history

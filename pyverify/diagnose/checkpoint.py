@@ -16,7 +16,7 @@ come from :func:`pyverify.claims.rules.checkpoint_rules` (the study's rules).
 Inputs, one of:
 
 * ``--inputs FILE``: a study's saved measurement inputs
-  (``reports/collapse/checkpoints/inputs.json``): the numbers of a study
+  (``reports/collapse/runs/NAME/inputs.json``): the numbers of a study
   checkpoint at step N are then the study's record for step N (same thread count);
 * prompts: token ids from a file (``.npy`` int array (S,) or (N, S); ``.json``
   list of lists; otherwise text, one prompt per line of integers separated by

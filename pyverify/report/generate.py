@@ -359,7 +359,7 @@ def _plots(out: Path, data: dict[str, Any], bench: dict[str, Any], say: Progress
 def _run_collapse(out: Path, say: Progress) -> None:
     from pyverify.collapse import full_config, run_collapse
 
-    run_collapse(full_config(), out, jobs=2, progress=False, log=say)
+    run_collapse(full_config(), out, restart=True, jobs=2, progress=False, log=say)  # rerun
 
 
 def generate_report(

@@ -1,4 +1,9 @@
-"""The small ablation study end to end: files, determinism, interrupt + resume, figures, runs."""
+"""The small ablation study end to end: files, determinism, interrupt + resume, figures, runs.
+
+The study runs each run as its own job (a subprocess, ``--jobs`` at a time) and merges the
+run folders; the jobs themselves (DDP, kill and resume, merging folders, errors) are tested
+in ``test_distributed.py``.
+"""
 
 from __future__ import annotations
 
@@ -13,19 +18,42 @@ import torch
 from pyverify.cli import main
 from pyverify.collapse.config import RUNS, small_config
 from pyverify.collapse.corpus import load_corpus
+from pyverify.collapse.job import RUN_FILE, run_job
 from pyverify.collapse.model import PLDRDecoder
 from pyverify.collapse.plots import FIGURES
-from pyverify.collapse.runner import RESULT_FILE, TIMINGS_FILE, run_collapse
-from pyverify.collapse.train import lr_at, make_optimizer, train_run
+from pyverify.collapse.runner import (
+    RESULT_FILE,
+    RUNS_DIR,
+    TIMINGS_FILE,
+    JobFailedError,
+    run_collapse,
+)
+from pyverify.collapse.train import (
+    CHECKPOINT,
+    INIT,
+    load_checkpoint,
+    lr_at,
+    make_optimizer,
+    train_run,
+)
 from pyverify.measure.order import order_pair, pair_parts
 from pyverify.measure.twirl import commutant_residual
+from pyverify.output import json_text
 
 
 @pytest.fixture(scope="module")
-def full_small(tmp_path_factory):
+def full_small(tmp_path_factory, child_bytecode):
     out = tmp_path_factory.mktemp("full")
-    assert main(["collapse", "--small", "--jobs", "1", "--no-progress", "-o", str(out)]) == 0
+    assert main(["collapse", "--small", "--jobs", "2", "--no-progress", "-o", str(out)]) == 0
     return out
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each job runs (--threads 1)
+    yield
+    torch.set_num_threads(before)
 
 
 def test_small_study_writes_json_and_figures(full_small):
@@ -90,17 +118,52 @@ def test_small_study_writes_json_and_figures(full_small):
     assert main(["claims", "-i", str(full_small)]) == 0
 
 
-def test_interrupted_and_resumed_study_gives_the_same_numbers(full_small, tmp_path):
+def test_the_study_folder(full_small):
+    assert json.loads((full_small / "settings.json").read_text()) == small_config().to_dict()
+    for name in RUNS:
+        d = full_small / RUNS_DIR / name
+        for f in (RUN_FILE, "timing.json", "settings.json", "inputs.json", CHECKPOINT, INIT):
+            assert (d / f).is_file(), (name, f)
+
+
+def test_a_job_keeps_the_numbers_of_the_plain_loop(full_small, tmp_path, one_thread):
+    """The study's run, trained in its own job process, has the history of ``train_run``
+    called in this process (the loop the study ran in-process before runs were jobs)."""
+    res = json.loads((full_small / RESULT_FILE).read_text())
+    _, history = train_run(small_config(), RUNS["author"], load_corpus(), tmp_path)
+    assert res["runs"]["author"]["history"] == json.loads(json_text(history))
+
+
+def test_interrupted_and_resumed_study_gives_the_same_numbers(
+    full_small, tmp_path, one_thread, child_bytecode
+):
+    import shutil
+
     cfg = small_config()
     out = tmp_path / "resumed"
-    part = run_collapse(cfg, out, runs=("author", "frozen"), stop_after=6, progress=False)
-    assert [h["step"] for h in part["runs"]["author"]["history"]] == [0, 4]
-    assert len(part["runs"]["author"]["history"]) == 2
-    assert not (out / RESULT_FILE).exists()  # nothing final written on interruption
-    # the rest in two worker processes: the numbers do not depend on --jobs
-    assert main(["collapse", "--small", "--jobs", "2", "--no-progress", "--resume",
-                 "-o", str(out)]) == 0  # fmt: skip
+    for name in ("author", "frozen"):  # interrupted between measurements
+        assert run_job(cfg, name, out / RUNS_DIR / name, stop_after=6) is None
+        assert load_checkpoint(out / RUNS_DIR / name / CHECKPOINT)["trainer"]["step"] == 6
+    for name in set(RUNS) - {"author", "frozen"}:  # finished
+        shutil.copytree(full_small / RUNS_DIR / name, out / RUNS_DIR / name)
+    assert not (out / RESULT_FILE).exists()  # nothing merged on interruption
+    # work in a run folder is neither overwritten nor silently resumed
+    argv = ["collapse", "--small", "--jobs", "1", "--no-progress", "-o", str(out)]
+    assert main(argv) == 2
+    # the rest, one job at a time: the numbers do not depend on --jobs
+    assert main([*argv, "--resume"]) == 0
     assert (out / RESULT_FILE).read_bytes() == (full_small / RESULT_FILE).read_bytes()
+    timings = json.loads((out / TIMINGS_FILE).read_text())
+    assert timings["jobs"] == 1 and set(timings["runs"]) == set(RUNS)
+
+
+def test_a_failed_job_is_reported_and_nothing_is_merged(tmp_path, child_bytecode):
+    (tmp_path / RUNS_DIR).mkdir()
+    (tmp_path / RUNS_DIR / "frozen").write_text("a file where the run's folder goes")
+    with pytest.raises(JobFailedError, match=r"1 of 1 jobs failed \(frozen;") as exc:
+        run_collapse(small_config(), tmp_path, runs=("frozen",), progress=False)
+    assert exc.value.status == 2  # the job's own error was the user's (its -o)
+    assert not (tmp_path / RESULT_FILE).exists()
 
 
 def test_plots_only_redraws_from_json(full_small, tmp_path):
@@ -127,10 +190,10 @@ def test_plots_only_without_json_is_a_one_line_error(tmp_path, capsys):
     assert main(["claims", "-i", str(tmp_path)]) == 2
 
 
-def test_resume_with_other_settings_is_refused(full_small, tmp_path, capsys):
-    run_collapse(small_config(), tmp_path, runs=("author",), stop_after=4, progress=False)
-    argv = ["collapse", "--small", "--steps", "8", "--run", "author", "--jobs", "1",
-            "--no-progress", "--resume", "-o", str(tmp_path)]  # fmt: skip
+def test_resume_with_other_settings_is_refused(tmp_path, capsys, one_thread):
+    run_job(small_config(), "author", tmp_path, stop_after=4)
+    argv = ["collapse", "--small", "--steps", "8", "--run", "author", "--no-progress",
+            "--resume", "-o", str(tmp_path)]  # fmt: skip
     assert main(argv) == 2
     assert "other settings" in capsys.readouterr().err
 
