@@ -619,7 +619,7 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
 def _register_claims(sub: Any) -> None:
     """Add ``pyverify claims [-i DIR [DIR ...]] [--json FILE]`` (the claims ledger)."""
-    p = sub.add_parser("claims", help="the claims ledger: E1-E8, N1-N7 rows, findings F1-F2, each by a rule")
+    p = sub.add_parser("claims", help="the claims ledger (E, N and F rows), each by a rule")
     p.add_argument(
         "-i",
         "--input",
