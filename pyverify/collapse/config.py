@@ -75,11 +75,13 @@ from pyverify.errors import InputValueError
 
 __all__ = [
     "OBJECTIVES",
+    "PRESETS",
     "RUNS",
     "STUDY_RUNS",
     "RunConfig",
     "RunSpec",
     "full_config",
+    "preset_config",
     "small_config",
 ]
 
@@ -168,10 +170,31 @@ class RunConfig:
     online_n: int = 16
     online_len: int = 12
     online_prefix: int = 4
+    # Settings added after the study's first full run. Their defaults are what that run
+    # did, and :meth:`to_dict` leaves a field out while it holds its default, so the
+    # study's settings (collapse.json, checkpoint stamps) are what they were.
+    warmup_start: int = 1
+    """Numerator offset of the warm-up: step ``t < W`` takes ``peak (t + warmup_start) / W``.
+    1: the study (its first step already trains); 0: the author's ``LambdaLR`` (their
+    scheduler is built at step 0 and stepped after each optimiser step, so their first
+    step takes lr 0 and step ``t`` takes ``peak t / W``)."""
+    bf16_autocast: bool = False
+    """Forward pass and loss under ``torch.autocast("cuda", torch.bfloat16)`` on a CUDA
+    device (the author's ``dist_train_step``); nothing changes on a CPU."""
+    run_factors: bool = True
+    """Multiply each run's steps by its :attr:`RunSpec.steps_factor` (the study's design);
+    False: every run takes ``steps`` (the ``paper`` preset, whose ``author`` run is
+    exactly the author's 250,000 steps)."""
+    corpus: str | None = None
+    """A tokenised corpus file (:func:`pyverify.collapse.corpus.load_corpus`); None: the
+    vendored byte corpus."""
 
     def run_steps(self, run: RunSpec) -> int:
-        """The number of steps of ``run`` (``steps * run.steps_factor``)."""
-        return self.steps * run.steps_factor
+        """Steps of ``run``.
+
+        ``steps * run.steps_factor``; ``steps`` alone when not :attr:`run_factors`.
+        """
+        return self.steps * (run.steps_factor if self.run_factors else 1)
 
     def validate(self) -> RunConfig:
         """Raise :class:`~pyverify.errors.InputValueError` naming a bad setting."""
@@ -212,14 +235,28 @@ class RunConfig:
             raise InputValueError("prompt_len must be < seq (prompt-A needs tokens after it)")
         if not self.online_prefix < self.online_len <= self.seq:
             raise InputValueError("need online_prefix < online_len <= seq")
+        if self.warmup_start not in (0, 1):
+            raise InputValueError(f"warmup_start must be 0 or 1; got {self.warmup_start!r}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready settings."""
+        """JSON-ready settings (the later fields only where they differ from their default)."""
         d = asdict(self)
         d["betas"] = list(self.betas)
         d["s_measure"] = list(self.s_measure)
+        for name, default in _LATER_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         return d
+
+
+_LATER_DEFAULTS: dict[str, Any] = {
+    "warmup_start": 1,
+    "bf16_autocast": False,
+    "run_factors": True,
+    "corpus": None,
+}
+"""Fields added after the first full study, with the values that study used."""
 
 
 def full_config() -> RunConfig:
@@ -253,3 +290,78 @@ def small_config() -> RunConfig:
         online_len=12,
         online_prefix=4,
     )
+
+
+PAPER_MODEL = ModelConfig(
+    vocab=32000, d_model=896, num_heads=14, num_layers=5, dff=2389, a_dff=180, num_reslayer=8,
+    num_dense=2,
+)  # fmt: skip
+"""The author's 110M model (module docstring, *Presets*)."""
+
+GPU_DAY_MODEL = ModelConfig(
+    vocab=32000, d_model=512, num_heads=8, num_layers=5, dff=1365, a_dff=180, num_reslayer=8,
+    num_dense=2,
+)  # fmt: skip
+"""The middle model: the paper's depth, head width and metric learner; 8 heads of 14."""
+
+_LARGE_MEASURES: dict[str, Any] = {
+    "n_probe": 16,
+    "n_val": 64,
+    "s_measure": (512, 1023),
+    "n_pairs": 4,
+    "pair_prompt_len": 512,
+    "pair_new": 64,
+    "jac_probes": 2,
+    "n_prompts": 20,
+    "prompt_len": 512,
+    "n_new": 16,
+    "ngram_max": 4,
+}
+"""Measurement sizes of the two large presets (module docstring, *Presets*)."""
+
+GPU_DAY_STEPS = 200_000
+GPU_DAY_TFLOPS = 100.0
+"""The sustained rate (TFLOP/s of :mod:`~pyverify.collapse.estimate`'s count) assumed when
+the ``gpu-day`` preset was sized; ``pyverify collapse --preset gpu-day --dry-run`` on the
+GPU measures the real one."""
+
+PRESET_NOTES = {
+    "small": "the study as first run (fixed before its first full run): 0.61M parameters, "
+    "context 64 bytes, 4,000 steps a run (author and subcritical 12,000)",
+    "gpu-day": "the paper's depth, dk 64, A_dff 180 and 8 residual units with 8 heads: sized "
+    f"so the seven runs (11 x {GPU_DAY_STEPS:,} steps) take about 24 h on one NVIDIA H200 "
+    f"at an assumed {GPU_DAY_TFLOPS:.0f} TFLOP/s sustained (10 % of its dense bf16 peak); "
+    "the --dry-run on the GPU prints the measured rate",
+    "paper": "the author's 110M model and recipe (sample-train-script-pldrv510.sh, "
+    "dist_pldr_v510_train_main.py, pldr_run_model_v510.py): every run 250,000 steps",
+}
+"""One line per preset: what it is and how it was sized."""
+
+PRESETS = ("small", "gpu-day", "paper")
+
+
+def preset_config(name: str, *, vocab: int | None = None, corpus: str | None = None) -> RunConfig:
+    """The settings of preset ``name`` (module docstring, *Presets*).
+
+    ``vocab``: the model's vocabulary (a corpus's own; default the preset's: 256 bytes
+    for ``small``, the author's 32,000 for the others); ``corpus``: its file.
+    """
+    if name == "small":
+        cfg = full_config()
+    elif name == "paper":
+        cfg = replace(
+            RunConfig(), model=PAPER_MODEL, steps=250_000, seq=1023, measure_every=2500,
+            warmup_start=0, bf16_autocast=True, run_factors=False, **_LARGE_MEASURES,
+        )  # fmt: skip
+    elif name == "gpu-day":
+        cfg = replace(
+            RunConfig(), model=GPU_DAY_MODEL, steps=GPU_DAY_STEPS, seq=1023,
+            measure_every=5000, warmup_start=0, bf16_autocast=True, **_LARGE_MEASURES,
+        )  # fmt: skip
+    else:
+        raise InputValueError(f"--preset must be one of {', '.join(PRESETS)}; got {name!r}")
+    if vocab is not None:
+        cfg = replace(cfg, model=replace(cfg.model, vocab=vocab))
+    if corpus is not None:
+        cfg = replace(cfg, corpus=corpus)
+    return cfg.validate()

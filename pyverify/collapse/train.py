@@ -22,6 +22,7 @@ Checkpoints (``out_dir``), written atomically (a temporary file, then a rename):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable
@@ -44,11 +45,13 @@ __all__ = [
     "INIT",
     "TRAINER_FORMAT",
     "TrainingDivergedError",
+    "forward_loss",
     "load_checkpoint",
     "lr_at",
     "make_optimizer",
     "objective_loss",
     "train_run",
+    "update",
 ]
 
 CHECKPOINT = "checkpoint.pt"
@@ -64,12 +67,13 @@ class TrainingDivergedError(ValueError):
 def lr_at(step: int, cfg: RunConfig, run: RunSpec) -> float:
     """Learning rate of step ``step`` (0-based): linear warm-up, cosine to ``min_lr_frac``.
 
-    Both phases span the run's own step count (:meth:`RunConfig.run_steps`).
+    Both phases span the run's own step count (:meth:`RunConfig.run_steps`); the
+    warm-up's offset is :attr:`RunConfig.warmup_start`.
     """
     steps = cfg.run_steps(run)
     warm = max(1, round(run.warmup_frac * steps))
     if step < warm:
-        return run.peak_lr * (step + 1) / warm
+        return run.peak_lr * (step + cfg.warmup_start) / warm
     frac = (step - warm) / max(1, steps - warm)
     cos = 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
     return run.peak_lr * (cfg.min_lr_frac + (1.0 - cfg.min_lr_frac) * cos)
@@ -125,6 +129,36 @@ def objective_loss(
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     accuracy = (logits.detach().argmax(-1) == y).double().mean()
     return loss, accuracy
+
+
+def forward_loss(
+    net: torch.nn.Module, x: Tensor, y: Tensor, cfg: RunConfig, objective: str
+) -> tuple[Tensor, Tensor]:
+    """The training step's forward pass and loss (:func:`objective_loss`).
+
+    Under bf16 autocast on CUDA when :attr:`RunConfig.bf16_autocast`, as the author's
+    ``dist_train_step`` runs it; as is elsewhere.
+    """
+    amp = cfg.bf16_autocast and x.device.type == "cuda"
+    with torch.autocast("cuda", dtype=torch.bfloat16) if amp else contextlib.nullcontext():
+        return objective_loss(net, x, y, objective, cfg.prompt_len)
+
+
+def update(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, loss: Tensor, cfg: RunConfig
+) -> None:
+    """The training step's update: backward, clipping, ``opt.step()``.
+
+    Every gradient is clipped by value at ``grad_clip_value``.
+
+    The trainer's loop, the recipe check (:mod:`pyverify.collapse.recipe`) and the
+    step's benchmark call :func:`forward_loss` and this function, with the learning
+    rate of :func:`lr_at` set in ``opt`` first.
+    """
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_value_(model.parameters(), cfg.grad_clip_value)
+    opt.step()
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -217,16 +251,13 @@ def train_run(
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg, run)
         x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)
-        loss, acc = objective_loss(model, x, y, run.objective, cfg.prompt_len)
+        loss, acc = forward_loss(model, x, y, cfg, run.objective)
         if not torch.isfinite(loss):
             raise TrainingDivergedError(
                 f"run {run.name}: training loss is {float(loss)} at step {step} "
                 f"(peak lr {run.peak_lr}); the run diverged"
             )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_value_(model.parameters(), cfg.grad_clip_value)
-        opt.step()
+        update(model, opt, loss, cfg)
         step += 1
         loss_val = float(loss.detach())
         loss_sum, acc_sum, n_acc = loss_sum + loss_val, acc_sum + float(acc), n_acc + 1
