@@ -190,6 +190,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = check_output_file(args.output, "bench -o/--output") if args.output else None
     result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=progress)
     print(format_table(result))
+    for msg in result["meta"].get("skipped", []):
+        print(msg)
     return 0
 
 
@@ -347,11 +349,43 @@ def _register_report(sub: Any) -> None:
     p.set_defaults(func=_cmd_report)
 
 
-def _cmd_collapse(args: argparse.Namespace) -> int:
-    """Run ``pyverify collapse`` (the ablation study)."""
+def _collapse_settings(args: argparse.Namespace) -> tuple[Any, str]:
+    """The run's settings from ``--preset``/``--small``, ``--corpus`` and ``--steps``."""
     from dataclasses import replace
 
-    from pyverify.collapse.config import RUNS, full_config, small_config
+    from pyverify.collapse.config import preset_config, small_config
+    from pyverify.collapse.corpus import load_corpus
+
+    if args.small and args.preset:
+        raise InputValueError("--small (the one-minute test) and --preset exclude each other")
+    vocab = load_corpus(args.corpus).vocab if args.corpus else None
+    if args.small:
+        name, cfg = "small (test size)", small_config()
+        if args.corpus:
+            cfg = replace(cfg, model=replace(cfg.model, vocab=vocab), corpus=args.corpus)
+    else:
+        name = args.preset or "small"
+        cfg = preset_config(name, vocab=vocab, corpus=args.corpus)
+    if args.steps is not None:
+        cfg = replace(cfg, steps=args.steps)
+    return cfg.validate(), name
+
+
+def _collapse_device(args: argparse.Namespace) -> Any:
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise InputValueError("collapse --device cuda: CUDA is not available on this machine")
+    return torch.device(args.device)
+
+
+def _cmd_collapse(args: argparse.Namespace) -> int:
+    """Run ``pyverify collapse`` (the ablation study, its estimate, or the recipe check)."""
+    import torch
+
+    from pyverify.collapse.config import RUNS
+    from pyverify.collapse.corpus import load_corpus
+    from pyverify.collapse.estimate import estimate, format_estimate
     from pyverify.collapse.plots import draw_all
     from pyverify.collapse.runner import run_collapse
     from pyverify.paths import repo_root
@@ -362,34 +396,74 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
         for path in draw_all(out):
             print(f"wrote {path}")
         return 0
-    cfg = small_config() if args.small else full_config()
-    if args.steps is not None:
-        cfg = replace(cfg, steps=args.steps)
+    cfg, name = _collapse_settings(args)
+    device = _collapse_device(args)
+    torch.set_num_threads(args.threads)
+    if args.check_recipe:
+        from pyverify.collapse.recipe import check_recipe, format_recipe
+
+        res = check_recipe(cfg, preset=name, device=device,
+                           progress=None if args.no_progress else progress)  # fmt: skip
+        print(format_recipe(res))
+        return 0 if res.verdict == "PASS" else 1
     runs = tuple(args.run) if args.run else tuple(RUNS)
+    est = estimate(cfg, device, preset=name, runs=runs)
+    print(format_estimate(est, corpus_tokens=len(load_corpus(cfg.corpus).train)), flush=True)
+    if args.dry_run:
+        return 0
     run_collapse(cfg, out, runs=runs, resume=args.resume, jobs=args.jobs, threads=args.threads,
                  progress=not args.no_progress, log=progress)  # fmt: skip
     print(f"wrote {out}")
     return 0
 
 
+_COLLAPSE_EPILOG = """\
+presets (--preset): small (the study as first run, the default), gpu-day (sized for about
+one GPU-day), paper (the author's 110M model and recipe); each line of --dry-run says how.
+--corpus FILE: token ids (.npy, or raw uint16/uint32) with FILE.json {"vocab_size": N,
+"dtype": ...}; the vendored byte corpus by default.
+
+--check-recipe: the study's trainer against the author's (PYVERIFY_AUTHOR_SRC = a checkout
+of burcgokden/PLDR-LLM-with-KVG-cache; torchtune importable). Exit status: 0 PASS;
+1 FAIL, or INCONCLUSIVE (clipping never exercised); 2 a user error in one line, among
+them PYVERIFY_AUTHOR_SRC unset (nothing is checked then).
+"""
+
+
 def _register_collapse(sub: Any) -> None:
     """Add the ``collapse`` sub-command to an ``argparse`` sub-parsers object.
 
-    ``pyverify collapse [-o DIR] [--study ablation] [--small] [--steps N] [--run R ...]
-    [--resume] [--jobs N] [--threads N] [--plots-only]``.
+    ``pyverify collapse [-o DIR] [--study ablation] [--preset P | --small] [--corpus FILE]
+    [--steps N] [--run R ...] [--resume] [--jobs N] [--threads N] [--device D]
+    [--dry-run | --check-recipe | --plots-only]``.
     """
-    from pyverify.collapse.config import RUNS
+    from pyverify.collapse.config import PRESETS, RUNS
 
-    p = sub.add_parser("collapse", help="the ablation study of the paper's empirical collapse")
+    p = sub.add_parser(
+        "collapse",
+        help="the ablation study of the paper's empirical collapse",
+        epilog=_COLLAPSE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("-o", "--output", default=None, help="default: <repo>/reports/collapse")
     p.add_argument("--study", choices=("ablation",), default="ablation", help="the study to run")
+    p.add_argument("--preset", choices=PRESETS, default=None, help="settings (default small)")
     p.add_argument("--small", action="store_true", help="the small study (a test, ~1 min)")
+    p.add_argument("--corpus", metavar="FILE", default=None, help="a tokenised corpus (epilog)")
     p.add_argument("--steps", type=_int_at_least(1), default=None, help="training steps per run")
     p.add_argument("--run", action="append", choices=tuple(RUNS), help="only this run (repeat)")
     p.add_argument("--resume", action="store_true", help="continue from the saved checkpoints")
     p.add_argument("--jobs", type=_int_at_least(1), default=2, help="runs trained at once")
     p.add_argument("--threads", type=_int_at_least(1), default=1, help="torch threads per run")
-    p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
+    p.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="where steps are timed/checked"
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--dry-run", action="store_true", help="print the estimate and stop")
+    what.add_argument(
+        "--check-recipe", action="store_true", help="the trainer against the author's (epilog)"
+    )
+    what.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_collapse)
 
