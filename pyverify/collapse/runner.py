@@ -62,9 +62,9 @@ the online contract and the N1 cache contract added."""
 
 def baseline(cfg: RunConfig) -> dict[str, Any]:
     """The n-gram baseline on the model's validation windows (:mod:`~pyverify.collapse.ngram`)."""
-    corpus = load_corpus()
+    corpus = load_corpus(cfg.corpus)
     val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5).numpy()
-    losses = ngram_losses(corpus.train, val, cfg.ngram_max)
+    losses = ngram_losses(corpus.train, val, cfg.ngram_max, vocab=corpus.vocab)
     best = min(range(len(losses)), key=losses.__getitem__)
     return {
         "model": "Witten-Bell interpolated byte n-gram, train split, same validation windows",
@@ -100,7 +100,7 @@ def _one_run(
     earlier = 0.0  # training time of earlier sessions (a resumed run keeps its total)
     if resume and timing_f.is_file():
         earlier = float(json.loads(timing_f.read_text()).get("train_and_measure_s", 0.0))
-    corpus = load_corpus()
+    corpus = load_corpus(cfg.corpus)
     t1 = time.perf_counter()
     cb = None if q is None else (lambda s, loss: q.put((name, s, loss)))
     try:
@@ -191,7 +191,7 @@ def run_collapse(
     load_before = _loadavg()
     say("collapse: n-gram baseline")
     (out_dir / "checkpoints").mkdir(exist_ok=True)
-    write_inputs(out_dir / "checkpoints" / INPUTS_FILE, cfg, load_corpus())
+    write_inputs(out_dir / "checkpoints" / INPUTS_FILE, cfg, load_corpus(cfg.corpus))
     result: dict[str, Any] = {
         "study": "ablation",
         "settings": cfg.to_dict(),

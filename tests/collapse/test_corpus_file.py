@@ -94,3 +94,24 @@ def test_the_cli_reports_a_bad_corpus_in_one_line(tmp_path, capsys):
     assert main(["collapse", "--corpus", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "id 70000 at position 2" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_user_corpus_feeds_the_baseline_and_training(tmp_path):
+    """The settings carry the corpus (its file and vocabulary): the n-gram baseline counts
+    its ids, the trainer draws its batches and sizes the model's vocabulary by it."""
+    from dataclasses import replace
+
+    from pyverify.collapse.config import RUNS, small_config
+    from pyverify.collapse.runner import baseline
+    from pyverify.collapse.train import train_run
+
+    ids = np.random.default_rng(1).integers(0, 700, 60_000)
+    path = _write(tmp_path / "c.npy", ids.astype(np.uint16), {"vocab_size": 700})
+    base = small_config()
+    cfg = replace(base, model=replace(base.model, vocab=700), corpus=str(path)).validate()
+    b = baseline(cfg)
+    assert np.isfinite(b["val_loss"]) and b["val_loss"] != baseline(base)["val_loss"]
+    model, history = train_run(cfg, RUNS["frozen"], load_corpus(cfg.corpus), tmp_path / "run",
+                               stop_after=2)  # fmt: skip
+    assert model.final_layer.out_features == 700 and history[0]["step"] == 0
+    assert cfg.to_dict()["corpus"] == str(path)

@@ -19,11 +19,10 @@ from pyverify.collapse.config import GPU_DAY_MODEL, PAPER_MODEL, preset_config, 
 from pyverify.collapse.model import ModelConfig, PLDRDecoder
 
 SHAPES = [
-    ModelConfig(vocab=50, d_model=32, num_heads=4, num_layers=2, dff=40, a_dff=12,
-                num_reslayer=3, num_dense=2),  # fmt: skip
-    ModelConfig(vocab=7, d_model=12, num_heads=3, num_layers=1, dff=5, a_dff=3,
-                num_reslayer=1, num_dense=1),  # fmt: skip
-]
+    ModelConfig(vocab=50, d_model=32, num_heads=4, num_layers=2, dff=40, a_dff=12, num_reslayer=3),
+    ModelConfig(vocab=7, d_model=12, num_heads=3, num_layers=1, dff=5, a_dff=3, num_reslayer=1,
+                num_dense=1),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("m", [*SHAPES, small_config().model, preset_config("small").model])
@@ -76,7 +75,8 @@ def test_a_cpu_measures_a_large_shape_reduced_and_scales(monkeypatch):
     t = e.timing
     assert e.scaled and t.cfg == small and small.batch == 1 and small.model.num_layers == 1
     fb = (t.step_s - t.optimizer_s) * est.step_flops(cfg) / est.step_flops(small)
-    opt = t.optimizer_s * est.param_count(cfg.model)["total"] / est.param_count(small.model)["total"]
+    params = est.param_count(cfg.model)["total"] / est.param_count(small.model)["total"]
+    opt = t.optimizer_s * params
     assert e.step_s == pytest.approx(fb + opt, rel=1e-12)
     text = est.format_estimate(e, corpus_tokens=10**6)
     assert "reduced shape" in text and "scaled to this shape by FLOPs" in text
