@@ -8,10 +8,11 @@ built by :func:`pyverify.collapse.author.author_trainer`: their FSDP wrap, AdamW
 scheduler and GradScaler), the same model (the study's initial weights loaded into their
 ``PLDR_Model``), the same batch, timed interleaved. Target <= 1.0.
 
-Shapes: the ``small`` preset in float32 on a CPU (their autocast and FSDP mixed
-precision are CUDA paths: off); on CUDA also the ``gpu-day`` preset, each side under
-its own bf16 recipe (ours: autocast; theirs: autocast, FSDP bf16 parameters and their
-GradScaler). Skipped, with a message, when ``PYVERIFY_AUTHOR_SRC`` is unset.
+Shapes: the ``small`` preset in float32 on a CPU, one thread (as the study trains a
+run; their autocast and FSDP mixed precision are CUDA paths: off); on CUDA also the
+``gpu-day`` preset, each side under its own bf16 recipe (ours: autocast; theirs:
+autocast, FSDP bf16 parameters and their GradScaler). Skipped, with a message, when
+``PYVERIFY_AUTHOR_SRC`` is unset.
 """
 
 from __future__ import annotations
@@ -72,7 +73,6 @@ def bench_train_step(
 ) -> str | None:
     """Append the row(s) (module doc); return a skip message instead when there is no checkout."""
     from pyverify.collapse import author as au
-    from pyverify.collapse.config import preset_config
 
     if not os.environ.get(au.ENV, "").strip():
         msg = f"{NAME}: skipped ({au.ENV} is not set: no checkout of {au.REPO} to time)"
@@ -81,6 +81,20 @@ def bench_train_step(
     root = au.author_src("bench")
     model_mod, run_mod = au.author_modules(root, "bench")
     presets = ["small"] + (["gpu-day"] if device.type == "cuda" else [])
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # as the study trains: one thread a run
+    try:
+        _rows(device, presets, reps, say, rows, row, timer, run_mod, model_mod)
+    finally:
+        torch.set_num_threads(threads)
+    return None
+
+
+def _rows(device, presets, reps, say, rows, row, timer, run_mod, model_mod) -> None:
+    from pyverify.collapse import author as au
+    from pyverify.collapse.config import preset_config
+
     with au.quiet(), au.process_group(device):
         for name in presets:
             cfg = preset_config(name)
@@ -90,6 +104,6 @@ def bench_train_step(
             shape = {"preset": name, "B": cfg.batch, "S": cfg.seq, "d": cfg.model.d_model}
             dtype = torch.bfloat16 if bf16 else torch.float32
             r = row(NAME, shape, dtype, device, o, b, 1.0)
+            r["threads"] = torch.get_num_threads()
             rows.append(r)
             say(row_line(r))
-    return None
