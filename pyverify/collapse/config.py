@@ -1,4 +1,4 @@
-"""Settings of the ablation study: seven named runs of one model, the full and small sizes.
+"""Settings of the ablation study: seven named runs of one model, its presets and sizes.
 
 The runs (``pyverify collapse``, study ``ablation``)
 ----------------------------------------------------
@@ -63,6 +63,44 @@ count model of the same split.
   calibration contexts (the author's count: 16) and the 256 validation
   windows as the assessment panel (the author: 64), the final position of each
   scored against the byte after the window.
+
+Presets (``pyverify collapse --preset``)
+----------------------------------------
+* ``small`` (the default): the study above, :func:`full_config`, unchanged.
+* ``paper``: the author's 110M model and recipe. From
+  ``src/pldr_model_v510/scripts/sample-train-script-pldrv510.sh``: NUM_LAYERS=5,
+  NUM_HEADS=14, DK=64, NUM_RESLAYERA=8, NUM_DENSEA=2, ADFF=180, CONTEXT_LENGTH=1024,
+  BATCH_SIZE=16 (per GPU), TRAIN_BATCHES_CNT=250000, WARMUP_STEPS=2000,
+  LEARNING_RATE=1e-3, LR_ALPHA=0.1, ADAMW_DECAY=0.1. From
+  ``dist_pldr_v510_train_main.py``: dff = floor(num_heads dk 4 2/3) = 2389 (the script
+  passes none); the vocabulary is the tokenizer's (their SentencePiece model: 32,000
+  pieces; a ``--corpus`` brings its own). From ``pldr_run_model_v510.py``: AdamW betas
+  (0.9, 0.95), eps 1e-5, ``clip_grad_value_(..., 1.0)``, bf16 autocast around the
+  forward pass and loss (CUDA), ``LinearWarmupCosineLRSchedule`` (a ``LambdaLR``
+  built at step 0 and stepped after each optimiser step: step t takes peak t / 2000 in
+  the warm-up, so :attr:`RunConfig.warmup_start` is 0). ``pldr_data_prep.py`` packs
+  chunks of CONTEXT_LENGTH tokens and ``dist_train_step`` trains on ``inp[:, :-1]`` to
+  predict ``inp[:, 1:]``: 1023 positions, ``seq=1023``. Every run takes 250,000 steps
+  (:attr:`RunConfig.run_factors` False: the ``author`` run is their run). Measurements
+  every 2,500 steps at S = 512 and 1023, 64 validation windows (the author's N1 panel
+  count), continuations of 64 tokens (their pairwise form).
+* ``gpu-day``: the paper's depth (5 layers), head width (dk 64), metric learner (8
+  units of 2 blocks, A_dff 180), context, batch and recipe with 8 heads (d_model 512,
+  dff 1365): 52M parameters with a 32,000 vocabulary. Sized so the seven runs of the
+  study (the small study's design: ``author`` and ``subcritical`` 3x, 11 x ``steps``
+  steps in all) take about 24 h on one NVIDIA H200 at an ASSUMED 100 TFLOP/s
+  sustained (10 % of its dense bf16 peak; FLOPs as :mod:`~pyverify.collapse.estimate`
+  counts them, 3.84e12 a step): 86,400 s x 1e14 / (11 x 3.84e12) = 204,700 steps,
+  rounded to 200,000. No GPU was at hand when it was sized: ``--preset gpu-day
+  --dry-run --device cuda`` (and the GPU check) measure the rate; the steps are to be
+  re-sized from that measurement before the preset's first full run, never after.
+
+Not reproduced from the author's trainer (``--check-recipe`` runs theirs in float64,
+where none of these acts): their FSDP mixed precision (parameters, gradient reduction
+and buffers in bf16 on top of autocast; DDP here keeps float32 parameters under
+autocast), their GradScaler (with bf16 a no-op unless a gradient overflows, when it
+skips the step) and their loss's mask of target id 0 (their ``[PAD]``; packed chunks
+hold none; this trainer scores every position).
 """
 
 from __future__ import annotations

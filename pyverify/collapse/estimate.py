@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from pyverify.collapse.config import RUNS, RunConfig
+from pyverify.collapse.config import PRESET_NOTES, RUNS, RunConfig
 from pyverify.collapse.model import ModelConfig, PLDRDecoder
 
 __all__ = [
@@ -119,6 +119,8 @@ class StepTiming:
     step_s: float
     optimizer_s: float
     steps_timed: int
+    load: float | None = None
+    """The 1-minute load average when the timing began (None where there is none)."""
 
 
 def measure_step(
@@ -129,8 +131,10 @@ def measure_step(
     The model is the study's (float32 weights; bf16 autocast on CUDA when the
     settings say so), the optimiser the trainer's, the batch random token ids.
     """
+    from pyverify.bench.timing import load_average
     from pyverify.collapse.train import forward_loss, make_optimizer, update
 
+    load = load_average()
     run = RUNS["author"]
     model = PLDRDecoder(cfg.model, seed=cfg.seed).to(device)
     opt = make_optimizer(model, cfg, run)
@@ -160,7 +164,7 @@ def measure_step(
         step()
     step_s = statistics.median(timed(step) for _ in range(steps))
     opt_s = statistics.median(timed(opt.step) for _ in range(steps))
-    return StepTiming(cfg, str(device), torch.get_num_threads(), step_s, opt_s, steps)
+    return StepTiming(cfg, str(device), torch.get_num_threads(), step_s, opt_s, steps, load)
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,7 @@ def format_estimate(e: Estimate, corpus_tokens: int | None = None) -> str:
         f"d_model {m.d_model}, dff {m.dff}, {m.num_reslayer} residual units of "
         f"{m.num_dense} SwiGLU blocks, A_dff {m.a_dff}, vocabulary {m.vocab}, "
         f"context {c.seq} (+1 target)",
+        *([f"  ({PRESET_NOTES[e.preset]})"] if e.preset in PRESET_NOTES else []),
         f"parameters: {p['total']:,} ({p['embedding']:,} embedding, {p['layers']:,} in the "
         f"layers, {p['final']:,} output layer)",
         f"tokens: {tok_step:,} a step (batch {c.batch} x {c.seq}); {_runs(e.runs)}; "
@@ -256,6 +261,8 @@ def format_estimate(e: Estimate, corpus_tokens: int | None = None) -> str:
     ]
     shape = t.cfg
     where = f"{t.device}, {t.threads} thread(s)" if t.device == "cpu" else t.device
+    if t.load is not None:
+        where += f", load average {t.load:.2f}"
     amp = " under bf16 autocast" if c.bf16_autocast and t.device.startswith("cuda") else ""
     if e.scaled:
         sm = shape.model

@@ -201,7 +201,7 @@ def _settings_rows(cfg: RunConfig, preset: str, root: Path, res: RecipeResult) -
         ("SwiGLU blocks a unit", m.num_dense, "NUM_DENSEA"),
         ("A_dff", m.a_dff, "ADFF"),
         ("context (seq + 1 target)", cfg.seq + 1, "CONTEXT_LENGTH"),
-        ("batch per process", cfg.batch, "BATCH_SIZE"),
+        ("batch (theirs per GPU; ours global: one GPU)", cfg.batch, "BATCH_SIZE"),
         ("steps of the author run", total, "TRAIN_BATCHES_CNT"),
         ("warm-up steps", warm, "WARMUP_STEPS"),
     ):
