@@ -69,3 +69,27 @@ def test_it_parses_what_the_steps_print(tmp_path):
     rec = "section ...\nweights  x  1.0  1e-08  NO  step 3\nFAIL (1 of 9 quantities)\n"
     f = gc._figures("check-recipe gpu-day", rec, tmp_path)
     assert f["verdict"].startswith("FAIL") and len(f["rows_not_ok"]) == 1
+
+
+def test_it_runs_the_steps_and_writes_its_files(tmp_path, monkeypatch):
+    """The driver on stand-in steps (no GPU here): statuses, figures, the three files."""
+    import json
+    import sys
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _i=0: "stand-in GPU")
+    ok = [sys.executable, "-c", "print('estimate: 12.5 ms a step, 300.00 TFLOP/s')"]
+    bad = [sys.executable, "-c", "import sys; print('FAIL (1 of 2 quantities)'); sys.exit(1)"]
+    slow = [sys.executable, "-c", "import time; time.sleep(30)"]
+    monkeypatch.setattr(gc, "plan", lambda py, work, out: [
+        ("dry-run x", ok, 60.0), ("check-recipe x", bad, 60.0), ("ddp x", slow, 1.0)])  # fmt: skip
+    out = tmp_path / "gpu"
+    assert gc.main(["-o", str(out)]) == 1
+    res = json.loads((out / "gpu_check.json").read_text())
+    steps = {s["name"]: s for s in res["steps"]}
+    assert steps["dry-run x"]["status"] == "passed" and steps["dry-run x"]["tflops"] == 300.0
+    assert steps["check-recipe x"]["status"] == "exit 1"
+    assert steps["check-recipe x"]["verdict"].startswith("FAIL")
+    assert steps["ddp x"]["status"] == "timed out" and res["host"]["device"] == "stand-in GPU"
+    assert "| dry-run x | passed |" in (out / "gpu_check.md").read_text()
+    assert "===== check-recipe x: exit 1" in (out / "steps.log").read_text()
