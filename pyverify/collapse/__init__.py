@@ -6,7 +6,10 @@ Modules: :mod:`~pyverify.collapse.corpus` (byte tokenizer, split, batches),
 named runs), :mod:`~pyverify.collapse.inputs` (the study's measurement inputs),
 :mod:`~pyverify.collapse.train` (training, the author's checkpoint format),
 :mod:`~pyverify.collapse.plots`, :mod:`~pyverify.collapse.runner`
-(``pyverify collapse``). Every measurement is :mod:`pyverify.measure`'s.
+(``pyverify collapse``), :mod:`~pyverify.collapse.estimate` (the cost printed before a
+run), :mod:`~pyverify.collapse.recipe` (``--check-recipe``, the author's trainer imported
+by :mod:`~pyverify.collapse.author`), :mod:`~pyverify.collapse.gpu_check`. Every
+measurement is :mod:`pyverify.measure`'s.
 """
 
 from typing import Any
