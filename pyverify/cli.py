@@ -191,6 +191,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = check_output_file(args.output, "bench -o/--output") if args.output else None
     result = run_bench(device=args.device, quick=args.quick, out_json=out, progress=progress)
     print(format_table(result))
+    for msg in result["meta"].get("skipped", []):
+        print(msg)
     return 0
 
 
@@ -348,26 +350,50 @@ def _register_report(sub: Any) -> None:
     p.set_defaults(func=_cmd_report)
 
 
-def _collapse_config(args: argparse.Namespace) -> RunConfig:
-    """The study's settings from ``--settings``/``--small`` and ``--steps``."""
+def _collapse_config(args: argparse.Namespace) -> tuple[RunConfig, str]:
+    """The settings and their name: ``--settings``, or ``--preset``/``--small``, ``--corpus``.
+
+    ``--steps`` applies last.
+    """
     from dataclasses import replace
 
-    from pyverify.collapse.config import full_config, small_config
+    from pyverify.collapse.config import preset_config, small_config
+    from pyverify.collapse.corpus import load_corpus
     from pyverify.collapse.job import read_settings
 
-    if args.settings and args.small:
-        raise InputValueError("--settings and --small exclude each other")
+    if args.small and args.preset:
+        raise InputValueError("--small (the one-minute test) and --preset exclude each other")
     if args.settings:
-        cfg = read_settings(Path(args.settings))
+        if args.small or args.preset or args.corpus:
+            raise InputValueError("--settings carries the settings: no --small/--preset/--corpus")
+        cfg, name = read_settings(Path(args.settings)), f"settings of {args.settings}"
     else:
-        cfg = small_config() if args.small else full_config()
+        vocab = load_corpus(args.corpus).vocab if args.corpus else None
+        if args.small:
+            name, cfg = "small (test size)", small_config()
+            if args.corpus:
+                cfg = replace(cfg, model=replace(cfg.model, vocab=vocab), corpus=args.corpus)
+        else:
+            name = args.preset or "small"
+            cfg = preset_config(name, vocab=vocab, corpus=args.corpus)
     if args.steps is not None:
         cfg = replace(cfg, steps=args.steps)
-    return cfg.validate()
+    return cfg.validate(), name
+
+
+def _collapse_device(args: argparse.Namespace) -> Any:
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise InputValueError("collapse --device cuda: CUDA is not available on this machine")
+    return torch.device(args.device)
 
 
 def _cmd_collapse(args: argparse.Namespace) -> int:
-    """Run ``pyverify collapse``: one run's job (``--run``) or the whole study."""
+    """Run ``pyverify collapse``: one run's job (``--run``) or the whole study.
+
+    Or only its estimate (``--dry-run``), or the recipe check (``--check-recipe``).
+    """
     from pyverify.collapse.config import RUNS
     from pyverify.collapse.merge import RUNS_DIR
     from pyverify.paths import repo_root
@@ -382,14 +408,34 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
         for path in draw_all(out):
             print(f"wrote {path}")
         return 0
-    cfg = _collapse_config(args)
+    if args.run and args.run not in RUNS:
+        raise InputValueError(f"--run: unknown run {args.run!r} (known: {', '.join(RUNS)})")
+    cfg, name = _collapse_config(args)
+    device = _collapse_device(args)
     say = None if args.no_progress else progress
+    if args.check_recipe:
+        import torch
+
+        from pyverify.collapse.recipe import check_recipe, format_recipe
+
+        torch.set_num_threads(args.threads)
+        res = check_recipe(cfg, preset=name, device=device, progress=say)
+        print(format_recipe(res))
+        return 0 if res.verdict == "PASS" else 1
+    main_rank = os.environ.get("RANK", "0") == "0"
+    if main_rank and (args.dry_run or not args.no_estimate):
+        from pyverify.collapse.corpus import load_corpus
+        from pyverify.collapse.estimate import estimate, format_estimate
+
+        runs = (args.run,) if args.run else tuple(RUNS)
+        est = estimate(cfg, device, preset=name, runs=runs)
+        print(format_estimate(est, corpus_tokens=len(load_corpus(cfg.corpus).train)), flush=True)
+    if args.dry_run:
+        return 0
     if args.run:
         from pyverify.collapse.distributed import dist_env
         from pyverify.collapse.job import run_job
 
-        if args.run not in RUNS:
-            raise InputValueError(f"--run: unknown run {args.run!r} (known: {', '.join(RUNS)})")
         if args.jobs is not None:
             raise InputValueError(
                 "--jobs is the whole study's; one run's job takes its processes from its "
@@ -442,16 +488,29 @@ scheduler; rank 0 measures and writes):
 the whole study on this machine (each run's job as a subprocess, --jobs at a time,
 then merged into -o): pyverify collapse [-o DIR] [--jobs N]
 merge run folders into one ledger: pyverify claims -i runs/*
+
+presets (--preset): small (the study, the default), gpu-day (sized for about one
+GPU-day), paper (the author's 110M model and recipe); each line of --dry-run says how.
+Before training the estimate is printed (parameters, tokens, FLOPs, a step timed on the
+device); --dry-run prints only that.
+--corpus FILE: token ids (.npy, or raw uint16/uint32) with FILE.json {"vocab_size": N,
+"dtype": ...}; the vendored byte corpus by default.
+
+--check-recipe: the study's trainer against the author's (PYVERIFY_AUTHOR_SRC = a checkout
+of burcgokden/PLDR-LLM-with-KVG-cache; torchtune importable). Exit status: 0 PASS;
+1 FAIL, or INCONCLUSIVE (clipping never exercised); 2 a user error in one line, among
+them PYVERIFY_AUTHOR_SRC unset (nothing is checked then).
 """
 
 
 def _register_collapse(sub: Any) -> None:
     """Add the ``collapse`` sub-command to an ``argparse`` sub-parsers object.
 
-    ``pyverify collapse [--run NAME] [-o DIR] [--small | --settings FILE] [--steps N]
-    [--resume | --restart] [--jobs N] [--threads N] [--device D] [--plots-only]``.
+    ``pyverify collapse [--run NAME] [-o DIR] [--preset P | --small | --settings FILE]
+    [--corpus FILE] [--steps N] [--resume | --restart] [--jobs N] [--threads N]
+    [--device D] [--dry-run | --check-recipe | --plots-only]``.
     """
-    from pyverify.collapse.config import RUNS
+    from pyverify.collapse.config import PRESETS, RUNS
 
     p = sub.add_parser(
         "collapse",
@@ -470,12 +529,14 @@ def _register_collapse(sub: Any) -> None:
         "(default <study>/runs/NAME)",
     )
     p.add_argument("--study", choices=("ablation",), default="ablation", help="the study to run")
+    p.add_argument("--preset", choices=PRESETS, default=None, help="settings (default small)")
     p.add_argument("--small", action="store_true", help="the small study (a test, ~1 min)")
     p.add_argument(
         "--settings",
         metavar="FILE",
         help="settings from a JSON file (settings.json, run.json, collapse.json)",
     )
+    p.add_argument("--corpus", metavar="FILE", default=None, help="a tokenised corpus (epilog)")
     p.add_argument("--steps", type=_int_at_least(1), default=None, help="training steps per run")
     again = p.add_mutually_exclusive_group()
     again.add_argument(
@@ -495,7 +556,15 @@ def _register_collapse(sub: Any) -> None:
         default="cpu",
         help="training device (under torchrun: cuda:LOCAL_RANK, NCCL)",
     )
-    p.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--dry-run", action="store_true", help="print the estimate and stop")
+    what.add_argument(
+        "--check-recipe", action="store_true", help="the trainer against the author's (epilog)"
+    )
+    what.add_argument("--plots-only", action="store_true", help="redraw the figures from the JSON")
+    p.add_argument(
+        "--no-estimate", action="store_true", help="no estimate before training (the study's jobs)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress lines")
     p.set_defaults(func=_cmd_collapse)
 

@@ -2,6 +2,7 @@
 
 * :mod:`~pyverify.bench.run` -- the rows P1-P3, L, Gc and the run;
 * :mod:`~pyverify.bench.author_rows` -- the rows against the author's formulation;
+* :mod:`~pyverify.bench.train_rows` -- the training step against the author's trainer;
 * :mod:`~pyverify.bench.rows` -- the v51 sizes, a row's dict and its text line;
 * :mod:`~pyverify.bench.timing` -- interleaved timing and the load average;
 * :mod:`~pyverify.bench.memory` -- the peak extra memory of one call.

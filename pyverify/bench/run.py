@@ -14,7 +14,9 @@ ours, ...), after warm-up, and reports the ratio of the medians:
 * P3: one G-cached decode step, ours / the author-style step (KV copied by
   ``torch.cat``), target 0.7; and ours / a full recompute of the sequence
   (target 1/3);
-* Gc: G-cached layer / plain SDPA, target ``1 + 1.5 dk / S``.
+* Gc: G-cached layer / plain SDPA, target ``1 + 1.5 dk / S``;
+* T: the study's training step / the author's trainer's step, same model and batch,
+  target 1.0 (:mod:`pyverify.bench.train_rows`; skipped without ``PYVERIFY_AUTHOR_SRC``).
 
 The rows against the author's formulation live in :mod:`pyverify.bench.author_rows`,
 the row format in :mod:`pyverify.bench.rows`, the timing in :mod:`pyverify.bench.timing`.
@@ -158,6 +160,9 @@ def _run(dev, quick, out_json, say) -> dict[str, Any]:
     br.bench_learner(dev, f32, learner, *args)
     br.bench_p3_author(dev, f32, p3, *args)
     br.bench_gcached(dev, f32, gc, *args)
+    from pyverify.bench.train_rows import bench_train_step
+
+    skipped = [m for m in [bench_train_step(dev, reps, say, rows, make_row, time_pair)] if m]
     result = {
         "meta": {
             "torch": torch.__version__,
@@ -171,6 +176,7 @@ def _run(dev, quick, out_json, say) -> dict[str, Any]:
             "cpu_count": os.cpu_count(),
             "load_before": load_before,
             "load_after": load_average(),
+            "skipped": skipped,
         },
         "rows": rows,
     }

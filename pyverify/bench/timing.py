@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
@@ -26,6 +27,7 @@ def time_pair(
     reps: int = 7,
     warmup: int = 2,
     max_seconds: float | None = None,
+    grad: bool = False,
 ) -> tuple[float, float]:
     """Median wall times (ms) of two callables, measured interleaved.
 
@@ -42,13 +44,15 @@ def time_pair(
         Untimed calls of each first.
     max_seconds : float, optional
         Stop after this many seconds of timing (at least 3 repetitions).
+    grad : bool, default False
+        Run with autograd (a training step); otherwise under ``torch.inference_mode``.
 
     Returns
     -------
     tuple of float
         ``(ours_ms, baseline_ms)`` medians.
     """
-    with torch.inference_mode():
+    with contextlib.nullcontext() if grad else torch.inference_mode():
         for _ in range(warmup):
             ours()
             baseline()

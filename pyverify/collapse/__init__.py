@@ -9,8 +9,10 @@ named runs), :mod:`~pyverify.collapse.inputs` (the study's measurement inputs),
 the batch split), :mod:`~pyverify.collapse.job` (one run as one job, its folder),
 :mod:`~pyverify.collapse.merge` (run folders merged into one study),
 :mod:`~pyverify.collapse.plots`, :mod:`~pyverify.collapse.runner` (``pyverify
-collapse``: the whole study, one job per run). Every measurement is
-:mod:`pyverify.measure`'s.
+collapse``: the whole study, one job per run), :mod:`~pyverify.collapse.estimate` (the
+cost printed before a run), :mod:`~pyverify.collapse.recipe` (``--check-recipe``, the
+author's trainer imported by :mod:`~pyverify.collapse.author`),
+:mod:`~pyverify.collapse.gpu_check`. Every measurement is :mod:`pyverify.measure`'s.
 """
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""Settings of the ablation study: seven named runs of one model, the full and small sizes.
+"""Settings of the ablation study: seven named runs of one model, its presets and sizes.
 
 The runs (``pyverify collapse``, study ``ablation``)
 ----------------------------------------------------
@@ -35,6 +35,13 @@ tuned toward any result. The sizes were chosen from a speed probe alone
 only quality target named in advance is that ``author`` should beat an n-gram
 count model of the same split.
 
+* The warm-up is the author's (``warmup_start`` 0: step t of the warm-up takes
+  peak t / W, so the first optimiser step has lr 0, as their ``LambdaLR``, built at
+  step 0 and stepped after each optimiser step, gives). The first study's warm-up
+  ran one step ahead (peak (t + 1) / W); ``pyverify collapse --check-recipe`` found
+  the offset against their trainer, and it was corrected before the first full run
+  of this study (the one with the author's module layout and initialisers, whose
+  numbers replace the first study's), from the check alone, not from any result.
 * Step counts: 4,000 steps of 16 x 64 bytes per run, except ``author`` and
   ``subcritical`` (``steps_factor`` 3: 12,000 steps), because the one trend the
   first study showed (ln of the median order parameter of G falling about 4 %
@@ -69,6 +76,44 @@ count model of the same split.
   calibration contexts (the author's count: 16) and the 256 validation
   windows as the assessment panel (the author: 64), the final position of each
   scored against the byte after the window.
+
+Presets (``pyverify collapse --preset``)
+----------------------------------------
+* ``small`` (the default): the study above, :func:`full_config`.
+* ``paper``: the author's 110M model and recipe. From
+  ``src/pldr_model_v510/scripts/sample-train-script-pldrv510.sh``: NUM_LAYERS=5,
+  NUM_HEADS=14, DK=64, NUM_RESLAYERA=8, NUM_DENSEA=2, ADFF=180, CONTEXT_LENGTH=1024,
+  BATCH_SIZE=16 (per GPU), TRAIN_BATCHES_CNT=250000, WARMUP_STEPS=2000,
+  LEARNING_RATE=1e-3, LR_ALPHA=0.1, ADAMW_DECAY=0.1. From
+  ``dist_pldr_v510_train_main.py``: dff = floor(num_heads dk 4 2/3) = 2389 (the script
+  passes none); the vocabulary is the tokenizer's (their SentencePiece model: 32,000
+  pieces; a ``--corpus`` brings its own). From ``pldr_run_model_v510.py``: AdamW betas
+  (0.9, 0.95), eps 1e-5, ``clip_grad_value_(..., 1.0)``, bf16 autocast around the
+  forward pass and loss (CUDA), ``LinearWarmupCosineLRSchedule`` (a ``LambdaLR``
+  built at step 0 and stepped after each optimiser step: step t takes peak t / 2000 in
+  the warm-up, so :attr:`RunConfig.warmup_start` is 0). ``pldr_data_prep.py`` packs
+  chunks of CONTEXT_LENGTH tokens and ``dist_train_step`` trains on ``inp[:, :-1]`` to
+  predict ``inp[:, 1:]``: 1023 positions, ``seq=1023``. Every run takes 250,000 steps
+  (:attr:`RunConfig.run_factors` False: the ``author`` run is their run). Measurements
+  every 2,500 steps at S = 512 and 1023, 64 validation windows (the author's N1 panel
+  count), continuations of 64 tokens (their pairwise form).
+* ``gpu-day``: the paper's depth (5 layers), head width (dk 64), metric learner (8
+  units of 2 blocks, A_dff 180), context, batch and recipe with 8 heads (d_model 512,
+  dff 1365): 52M parameters with a 32,000 vocabulary. Sized so the seven runs of the
+  study (the small study's design: ``author`` and ``subcritical`` 3x, 11 x ``steps``
+  steps in all) take about 24 h on one NVIDIA H200 at an ASSUMED 100 TFLOP/s
+  sustained (10 % of its dense bf16 peak; FLOPs as :mod:`~pyverify.collapse.estimate`
+  counts them, 3.84e12 a step): 86,400 s x 1e14 / (11 x 3.84e12) = 204,700 steps,
+  rounded to 200,000. No GPU was at hand when it was sized: ``--preset gpu-day
+  --dry-run --device cuda`` (and the GPU check) measure the rate; the steps are to be
+  re-sized from that measurement before the preset's first full run, never after.
+
+Not reproduced from the author's trainer (``--check-recipe`` runs theirs in float64,
+where none of these acts): their FSDP mixed precision (parameters, gradient reduction
+and buffers in bf16 on top of autocast; DDP here keeps float32 parameters under
+autocast), their GradScaler (with bf16 a no-op unless a gradient overflows, when it
+skips the step) and their loss's mask of target id 0 (their ``[PAD]``; packed chunks
+hold none; this trainer scores every position).
 """
 
 from __future__ import annotations
@@ -80,12 +125,15 @@ from pyverify.collapse.model import ModelConfig
 from pyverify.errors import InputValueError
 
 __all__ = [
+    "LATER_DEFAULTS",
     "OBJECTIVES",
+    "PRESETS",
     "RUNS",
     "STUDY_RUNS",
     "RunConfig",
     "RunSpec",
     "full_config",
+    "preset_config",
     "small_config",
 ]
 
@@ -174,10 +222,31 @@ class RunConfig:
     online_n: int = 16
     online_len: int = 12
     online_prefix: int = 4
+    # Settings added after the study's first full run. Their defaults are what that run
+    # did, and :meth:`to_dict` leaves a field out while it holds its default, so the
+    # study's settings (collapse.json, checkpoint stamps) are what they were.
+    warmup_start: int = 1
+    """Numerator offset of the warm-up: step ``t < W`` takes ``peak (t + warmup_start) / W``.
+    1: the study (its first step already trains); 0: the author's ``LambdaLR`` (their
+    scheduler is built at step 0 and stepped after each optimiser step, so their first
+    step takes lr 0 and step ``t`` takes ``peak t / W``)."""
+    bf16_autocast: bool = False
+    """Forward pass and loss under ``torch.autocast("cuda", torch.bfloat16)`` on a CUDA
+    device (the author's ``dist_train_step``); nothing changes on a CPU."""
+    run_factors: bool = True
+    """Multiply each run's steps by its :attr:`RunSpec.steps_factor` (the study's design);
+    False: every run takes ``steps`` (the ``paper`` preset, whose ``author`` run is
+    exactly the author's 250,000 steps)."""
+    corpus: str | None = None
+    """A tokenised corpus file (:func:`pyverify.collapse.corpus.load_corpus`); None: the
+    vendored byte corpus."""
 
     def run_steps(self, run: RunSpec) -> int:
-        """The number of steps of ``run`` (``steps * run.steps_factor``)."""
-        return self.steps * run.steps_factor
+        """Steps of ``run``.
+
+        ``steps * run.steps_factor``; ``steps`` alone when not :attr:`run_factors`.
+        """
+        return self.steps * (run.steps_factor if self.run_factors else 1)
 
     def validate(self) -> RunConfig:
         """Raise :class:`~pyverify.errors.InputValueError` naming a bad setting."""
@@ -218,25 +287,43 @@ class RunConfig:
             raise InputValueError("prompt_len must be < seq (prompt-A needs tokens after it)")
         if not self.online_prefix < self.online_len <= self.seq:
             raise InputValueError("need online_prefix < online_len <= seq")
+        if self.warmup_start not in (0, 1):
+            raise InputValueError(f"warmup_start must be 0 or 1; got {self.warmup_start!r}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready settings."""
+        """JSON-ready settings (the later fields only where they differ from their default)."""
         d = asdict(self)
         d["betas"] = list(self.betas)
         d["s_measure"] = list(self.s_measure)
+        for name, default in LATER_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         return d
 
 
+LATER_DEFAULTS: dict[str, Any] = {
+    "warmup_start": 1,
+    "bf16_autocast": False,
+    "run_factors": True,
+    "corpus": None,
+}
+"""Fields added after the first full study, with the values that study used."""
+
+
 def full_config() -> RunConfig:
-    """The default study of ``pyverify collapse`` (fixed before the first full run)."""
-    return RunConfig()
+    """The default study of ``pyverify collapse`` (fixed before its first full run).
+
+    ``warmup_start`` 0: the author's warm-up (module docstring); the dataclass keeps 1,
+    the first study's, so that its saved settings read back as they ran.
+    """
+    return RunConfig(warmup_start=0)
 
 
 def small_config() -> RunConfig:
     """The small study (a test: about a minute on two cores)."""
     return replace(
-        RunConfig(),
+        full_config(),
         model=ModelConfig(
             d_model=16, num_heads=2, num_layers=1, dff=32, a_dff=8, num_reslayer=1, num_dense=1
         ),
@@ -259,3 +346,78 @@ def small_config() -> RunConfig:
         online_len=12,
         online_prefix=4,
     )
+
+
+PAPER_MODEL = ModelConfig(
+    vocab=32000, d_model=896, num_heads=14, num_layers=5, dff=2389, a_dff=180, num_reslayer=8,
+    num_dense=2,
+)  # fmt: skip
+"""The author's 110M model (module docstring, *Presets*)."""
+
+GPU_DAY_MODEL = ModelConfig(
+    vocab=32000, d_model=512, num_heads=8, num_layers=5, dff=1365, a_dff=180, num_reslayer=8,
+    num_dense=2,
+)  # fmt: skip
+"""The middle model: the paper's depth, head width and metric learner; 8 heads of 14."""
+
+_LARGE_MEASURES: dict[str, Any] = {
+    "n_probe": 16,
+    "n_val": 64,
+    "s_measure": (512, 1023),
+    "n_pairs": 4,
+    "pair_prompt_len": 512,
+    "pair_new": 64,
+    "jac_probes": 2,
+    "n_prompts": 20,
+    "prompt_len": 512,
+    "n_new": 16,
+    "ngram_max": 4,
+}
+"""Measurement sizes of the two large presets (module docstring, *Presets*)."""
+
+GPU_DAY_STEPS = 200_000
+GPU_DAY_TFLOPS = 100.0
+"""The sustained rate (TFLOP/s of :mod:`~pyverify.collapse.estimate`'s count) assumed when
+the ``gpu-day`` preset was sized; ``pyverify collapse --preset gpu-day --dry-run`` on the
+GPU measures the real one."""
+
+PRESET_NOTES = {
+    "small": "the study (fixed before its first full run): 0.61M parameters, "
+    "context 64 bytes, 4,000 steps a run (author and subcritical 12,000)",
+    "gpu-day": "the paper's depth, dk 64, A_dff 180 and 8 residual units with 8 heads: sized "
+    f"so the seven runs (11 x {GPU_DAY_STEPS:,} steps) take about 24 h on one NVIDIA H200 "
+    f"at an assumed {GPU_DAY_TFLOPS:.0f} TFLOP/s sustained (10 % of its dense bf16 peak); "
+    "the --dry-run on the GPU prints the measured rate",
+    "paper": "the author's 110M model and recipe (sample-train-script-pldrv510.sh, "
+    "dist_pldr_v510_train_main.py, pldr_run_model_v510.py): every run 250,000 steps",
+}
+"""One line per preset: what it is and how it was sized."""
+
+PRESETS = ("small", "gpu-day", "paper")
+
+
+def preset_config(name: str, *, vocab: int | None = None, corpus: str | None = None) -> RunConfig:
+    """The settings of preset ``name`` (module docstring, *Presets*).
+
+    ``vocab``: the model's vocabulary (a corpus's own; default the preset's: 256 bytes
+    for ``small``, the author's 32,000 for the others); ``corpus``: its file.
+    """
+    if name == "small":
+        cfg = full_config()
+    elif name == "paper":
+        cfg = replace(
+            RunConfig(), model=PAPER_MODEL, steps=250_000, seq=1023, measure_every=2500,
+            warmup_start=0, bf16_autocast=True, run_factors=False, **_LARGE_MEASURES,
+        )  # fmt: skip
+    elif name == "gpu-day":
+        cfg = replace(
+            RunConfig(), model=GPU_DAY_MODEL, steps=GPU_DAY_STEPS, seq=1023,
+            measure_every=5000, warmup_start=0, bf16_autocast=True, **_LARGE_MEASURES,
+        )  # fmt: skip
+    else:
+        raise InputValueError(f"--preset must be one of {', '.join(PRESETS)}; got {name!r}")
+    if vocab is not None:
+        cfg = replace(cfg, model=replace(cfg.model, vocab=vocab))
+    if corpus is not None:
+        cfg = replace(cfg, corpus=corpus)
+    return cfg.validate()

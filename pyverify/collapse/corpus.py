@@ -1,20 +1,37 @@
-"""The training corpus: byte-level tokens, a fixed split, seeded batches and probe sets.
+"""The training corpus: token ids, a fixed split, seeded batches and probe sets.
 
-The corpus is the vendored Python 3.11 documentation (``pyverify/data/``,
+The default corpus is the vendored Python 3.11 documentation (``pyverify/data/``,
 PSF licence, sha256 checked on load). Tokenizer: UTF-8 bytes, vocabulary 256
-(every text round-trips exactly; no trained merges to keep). Split: the first
-90 % of the bytes train, the last 10 % validate (contiguous, fixed). A batch
-for step ``t`` is drawn from ``numpy.random.default_rng([seed, t])``, so a run
-resumed at step ``t`` sees exactly the batches an uninterrupted run sees.
-Probe sets and prompts are evenly spaced windows of the validation part: fixed
-inputs, the same for every measurement and both regimes.
+(every text round-trips exactly; no trained merges to keep).
+
+A user's corpus (``pyverify collapse --corpus PATH``, :func:`load_corpus`) is a file
+of token ids already produced by their tokenizer:
+
+* ``PATH`` ending in ``.npy``: a 1-D NumPy array of an integer dtype;
+* any other ``PATH`` (e.g. ``.bin``): raw little-endian ids, ``uint16`` or ``uint32``;
+* beside it, ``PATH.json`` (e.g. ``tokens.bin.json``):
+  ``{"vocab_size": 32000, "dtype": "uint16"}`` (``dtype`` for raw files only). The
+  model's vocabulary is ``vocab_size`` (as the author's trainer takes its size from
+  the tokenizer); every id must lie in ``[0, vocab_size)``.
+
+The file is memory-mapped, never read whole. Note: the author's loss skips targets
+of id 0 (their ``[PAD]``; packed chunks hold none); this trainer scores every
+position, so a corpus whose id 0 is a real token trains differently there.
+
+Split: the first 90 % of the tokens train, the last 10 % validate (contiguous,
+fixed). A batch for step ``t`` is drawn from ``numpy.random.default_rng([seed,
+t])``, so a run resumed at step ``t`` sees exactly the batches an uninterrupted run
+sees. Probe sets and prompts are evenly spaced windows of the validation part:
+fixed inputs, the same for every measurement and both regimes.
 """
 
 from __future__ import annotations
 
+import json
 import lzma
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -23,10 +40,13 @@ from numpy.typing import NDArray
 from pyverify.data import CORPUS_FILE, vendored_file
 from pyverify.errors import InputValueError
 
-__all__ = ["VOCAB", "Corpus", "decode", "encode", "load_corpus"]
+__all__ = ["VOCAB", "Corpus", "decode", "encode", "load_corpus", "read_tokens"]
 
 VOCAB = 256
 VAL_FRACTION = 0.1
+RAW_DTYPES = ("uint16", "uint32")
+_SCAN = 1 << 24
+"""Ids checked per chunk when a corpus is validated (64 MiB of uint32)."""
 
 
 def encode(text: str) -> NDArray[np.uint8]:
@@ -41,10 +61,11 @@ def decode(tokens: NDArray[np.integer] | list[int]) -> str:
 
 @dataclass(frozen=True)
 class Corpus:
-    """Train and validation token arrays (uint8)."""
+    """Train and validation token arrays (uint8 bytes, or a user's ids) and the vocabulary."""
 
-    train: NDArray[np.uint8]
-    val: NDArray[np.uint8]
+    train: NDArray[np.integer]
+    val: NDArray[np.integer]
+    vocab: int = VOCAB
 
     def batch(
         self, seed: int, step: int, batch: int, seq: int
@@ -71,10 +92,79 @@ class Corpus:
         return torch.from_numpy(np.stack([self.val[s : s + seq] for s in starts]).astype(np.int64))
 
 
-@lru_cache(maxsize=1)
-def load_corpus() -> Corpus:
-    """Read the vendored corpus (sha256 checked) and split it 90/10."""
-    with lzma.open(vendored_file(CORPUS_FILE), "rb") as fh:
-        raw = np.frombuffer(fh.read(), dtype=np.uint8)
+def _sidecar(path: Path, what: str) -> dict:
+    side = path.with_name(path.name + ".json")
+    if not side.is_file():
+        raise InputValueError(
+            f"{what}: {side} not found (it gives the vocabulary: "
+            '{"vocab_size": N} and, for a raw file, "dtype": "uint16" or "uint32")'
+        )
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputValueError(f"{what}: {side} is not JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise InputValueError(f"{what}: {side} must hold a JSON object")
+    v = meta.get("vocab_size")
+    if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+        raise InputValueError(f"{what}: {side}: vocab_size must be an int >= 2; got {v!r}")
+    return meta
+
+
+def read_tokens(path: str | Path, what: str = "--corpus") -> tuple[NDArray[np.integer], int]:
+    """The ids of a corpus file (memory-mapped) and its vocabulary, validated.
+
+    Raises :class:`~pyverify.errors.InputValueError` in one line naming the file: a
+    missing file or sidecar, a bad dtype or shape, an id outside ``[0, vocab_size)``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputValueError(f"{what}: {path} is not a file")
+    meta = _sidecar(path, what)
+    vocab = int(meta["vocab_size"])
+    try:
+        if path.suffix == ".npy":
+            ids = np.load(path, mmap_mode="r", allow_pickle=False)
+        else:
+            dt = meta.get("dtype")
+            if dt not in RAW_DTYPES:
+                raise InputValueError(
+                    f'{what}: {path.name}.json: a raw file needs "dtype": one of '
+                    f"{', '.join(RAW_DTYPES)}; got {dt!r}"
+                )
+            if path.stat().st_size % np.dtype(dt).itemsize:
+                raise InputValueError(f"{what}: {path}: its size is not a whole number of {dt}")
+            ids = np.memmap(path, dtype=np.dtype(dt).newbyteorder("<"), mode="r")
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, InputValueError):
+            raise
+        raise InputValueError(f"{what}: {path} cannot be read as token ids ({exc})") from None
+    if ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise InputValueError(
+            f"{what}: {path} must hold a 1-D array of integer ids; got {ids.dtype} {ids.shape}"
+        )
+    for start in range(0, len(ids), _SCAN):
+        chunk = np.asarray(ids[start : start + _SCAN])
+        bad = np.flatnonzero((chunk < 0) | (chunk >= vocab))
+        if bad.size:
+            i = int(bad[0])
+            raise InputValueError(
+                f"{what}: {path}: id {int(chunk[i])} at position {start + i:,} is outside "
+                f"[0, {vocab}) (vocab_size in {path.name}.json)"
+            )
+    return ids, vocab
+
+
+@lru_cache(maxsize=2)
+def load_corpus(path: str | None = None) -> Corpus:
+    """The corpus split 90/10: the vendored bytes (sha256 checked), or a user's ``path``."""
+    if path is None:
+        with lzma.open(vendored_file(CORPUS_FILE), "rb") as fh:
+            raw = np.frombuffer(fh.read(), dtype=np.uint8)
+        vocab = VOCAB
+    else:
+        raw, vocab = read_tokens(path)
     cut = int(len(raw) * (1.0 - VAL_FRACTION))
-    return Corpus(train=raw[:cut], val=raw[cut:])
+    if cut < 2 or len(raw) - cut < 2:
+        raise InputValueError(f"--corpus: {path} holds {len(raw)} ids: too few to split")
+    return Corpus(train=raw[:cut], val=raw[cut:], vocab=vocab)

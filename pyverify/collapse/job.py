@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from pyverify.collapse.config import RUNS, RunConfig
+from pyverify.collapse.config import LATER_DEFAULTS, RUNS, RunConfig
 from pyverify.collapse.corpus import Corpus, load_corpus
 from pyverify.collapse.distributed import DistEnv, broadcast, check_split, start, stop
 from pyverify.collapse.inputs import INPUTS_FILE, final_inputs, write_inputs
@@ -91,9 +91,9 @@ OWN_FILES = (RUN_FILE, TIMING_FILE, SETTINGS_FILE, INPUTS_FILE, CHECKPOINT, INIT
 
 def baseline(cfg: RunConfig) -> dict[str, Any]:
     """The n-gram baseline on the model's validation windows (:mod:`~pyverify.collapse.ngram`)."""
-    corpus = load_corpus()
+    corpus = load_corpus(cfg.corpus)
     val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5).numpy()
-    losses = ngram_losses(corpus.train, val, cfg.ngram_max)
+    losses = ngram_losses(corpus.train, val, cfg.ngram_max, vocab=corpus.vocab)
     best = min(range(len(losses)), key=losses.__getitem__)
     return {
         "model": "Witten-Bell interpolated byte n-gram, train split, same validation windows",
@@ -132,7 +132,11 @@ def _build(cls: Any, d: dict[str, Any], where: str) -> Any:
     if extra:
         raise InputValueError(f"{where}: unknown setting {extra[0]!r}")
     kwargs = {}
+    later = LATER_DEFAULTS if cls is RunConfig else {}
     for name, f in known.items():
+        if name not in d and name in later:  # left out of to_dict() at the first study's value
+            kwargs[name] = later[name]
+            continue
         if name not in d:
             raise InputValueError(f"{where}: setting {name!r} missing")
         default = f.default
@@ -320,7 +324,7 @@ def _train_and_measure(
 ) -> dict[str, Any] | None:
     run = RUNS[name]
     steps = cfg.run_steps(run)
-    corpus = load_corpus()
+    corpus = load_corpus(cfg.corpus)
     timing_f = out_dir / TIMING_FILE
     earlier = 0.0  # the sessions before this one, each up to its last checkpoint
     if env.is_main:

@@ -171,8 +171,8 @@ class PlgaLayer(nn.Module):
 def rope(x: Tensor, offset: int, base: float) -> Tensor:
     """Rotate rows ``x[..., n, :]`` by position ``offset + n`` (adjacent planes)."""
     S, dk = x.shape[-2], x.shape[-1]
-    pos = torch.arange(offset, offset + S, dtype=torch.float64)
-    theta = base ** (-torch.arange(0, dk, 2, dtype=torch.float64) / dk)
+    pos = torch.arange(offset, offset + S, dtype=torch.float64, device=x.device)
+    theta = base ** (-torch.arange(0, dk, 2, dtype=torch.float64, device=x.device) / dk)
     ang = pos[:, None] * theta[None, :]
     c, s = torch.cos(ang).to(x.dtype), torch.sin(ang).to(x.dtype)
     x0, x1 = x[..., 0::2], x[..., 1::2]
@@ -280,7 +280,7 @@ class PLGAttention(nn.Module):
                 ded["D0"] = q0a.transpose(-2, -1) @ q0a
         E = (q @ ded["G"]) @ k.transpose(-2, -1) / math.sqrt(dk)
         Sk = k.shape[2]
-        allowed = torch.ones(S, Sk, dtype=torch.bool).tril(Sk - S)
+        allowed = torch.ones(S, Sk, dtype=torch.bool, device=E.device).tril(Sk - S)
         E = E.masked_fill(~allowed, float("-inf"))
         h = torch.softmax(E, dim=-1) @ v
         return self.dense(h.transpose(1, 2).reshape(B, S, d)), ded, LayerKV(k, v)

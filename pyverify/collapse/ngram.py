@@ -10,7 +10,10 @@ of distinct bytes seen after ``h``::
     P_n(w | h) = (c(h, w) + u(h) P_{n-1}(w | h')) / (c(h) + u(h))   (c(h) > 0)
     P_n(w | h) = P_{n-1}(w | h')                                      (c(h) = 0)
 
-down to the uniform distribution over 256 bytes. It is scored on the same
+down to the uniform distribution over the vocabulary (256 bytes, or a user's
+corpus's ``vocab_size``). Counts come from at most the first :data:`MAX_TRAIN`
+training tokens (the byte corpus holds 1e7; a user's corpus can hold billions). It
+is scored on the same
 validation windows as the model, each window's first byte as context only and
 contexts truncated at the window start (as the model sees them). The
 baseline is the best order (lowest loss), the strongest of these models.
@@ -21,15 +24,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ngram_losses"]
+__all__ = ["MAX_TRAIN", "ngram_losses"]
+
+MAX_TRAIN = 100_000_000
 
 
-def _keys(tokens: NDArray[np.int64], k: int) -> NDArray[np.int64]:
-    """Base-256 keys of the ``k``-grams of ``tokens`` (``k <= 7``)."""
+def _keys(tokens: NDArray[np.int64], k: int, base: int) -> NDArray[np.int64]:
+    """Base-``base`` keys of the ``k``-grams of ``tokens`` (``base ** k < 2 ** 63``)."""
     n = len(tokens) - k + 1
     key = np.zeros(n, dtype=np.int64)
     for j in range(k):
-        key = key * 256 + tokens[j : j + n]
+        key = key * base + tokens[j : j + n]
     return key
 
 
@@ -41,7 +46,7 @@ def _lookup(sorted_keys: NDArray[np.int64], counts: NDArray[np.int64], q: NDArra
 
 
 def ngram_losses(
-    train: NDArray[np.integer], windows: NDArray[np.integer], max_order: int
+    train: NDArray[np.integer], windows: NDArray[np.integer], max_order: int, vocab: int = 256
 ) -> list[float]:
     """Validation loss (nats per byte) of the Witten-Bell n-gram for orders 1..``max_order``.
 
@@ -52,32 +57,35 @@ def ngram_losses(
     windows : numpy array of int, shape (N, S + 1)
         Validation windows; positions 1..S are predicted.
     max_order : int
-        Largest n (<= 7).
+        Largest n (``vocab ** max_order < 2 ** 63``: 7 for bytes, 4 for 32,000 ids).
+    vocab : int, default 256
+        Size of the vocabulary (ids lie in ``[0, vocab)``).
 
     Returns
     -------
     list of float
         Entry ``n - 1`` is the mean loss of the order-``n`` model.
     """
-    if not 1 <= max_order <= 7:
-        raise ValueError(f"max_order must be in 1..7; got {max_order}")
-    tr = np.asarray(train, dtype=np.int64)
+    if max_order < 1 or vocab**max_order >= 2**63:
+        raise ValueError(f"max_order must be >= 1 with vocab ** max_order < 2 ** 63; got "
+                         f"{max_order} (vocab {vocab})")  # fmt: skip
+    tr = np.asarray(train[:MAX_TRAIN], dtype=np.int64)
     win = np.asarray(windows, dtype=np.int64)
     N, S1 = win.shape
     # p[i, j] = probability of win[i, j] for j >= 1, refined order by order
-    p = np.full((N, S1 - 1), 1.0 / 256)
+    p = np.full((N, S1 - 1), 1.0 / vocab)
     losses = []
     for n in range(1, max_order + 1):
         k = n - 1
-        gram_keys, gram_counts = np.unique(_keys(tr, n), return_counts=True)
+        gram_keys, gram_counts = np.unique(_keys(tr, n, vocab), return_counts=True)
         if k == 0:
             ctx_c = np.full((N, S1 - 1), len(tr), dtype=np.int64)
             uniq = np.full((N, S1 - 1), len(gram_keys), dtype=np.int64)
             c_hw = _lookup(gram_keys, gram_counts, win[:, 1:].ravel()).reshape(N, S1 - 1)
             valid = np.ones((N, S1 - 1), dtype=bool)
         else:
-            ctx_keys, ctx_counts = np.unique(_keys(tr[:-1], k), return_counts=True)
-            succ_keys, succ_u = np.unique(gram_keys // 256, return_counts=True)
+            ctx_keys, ctx_counts = np.unique(_keys(tr[:-1], k, vocab), return_counts=True)
+            succ_keys, succ_u = np.unique(gram_keys // vocab, return_counts=True)
             ctx_c = np.zeros((N, S1 - 1), dtype=np.int64)
             uniq = np.zeros((N, S1 - 1), dtype=np.int64)
             c_hw = np.zeros((N, S1 - 1), dtype=np.int64)
@@ -87,8 +95,8 @@ def ngram_losses(
                     continue  # the window holds fewer than k bytes of context
                 ctx = np.zeros(N, dtype=np.int64)
                 for m in range(j - k, j):
-                    ctx = ctx * 256 + win[:, m]
-                full = ctx * 256 + win[:, j]
+                    ctx = ctx * vocab + win[:, m]
+                full = ctx * vocab + win[:, j]
                 ctx_c[:, j - 1] = _lookup(ctx_keys, ctx_counts, ctx)
                 uniq[:, j - 1] = _lookup(succ_keys, succ_u, ctx)
                 c_hw[:, j - 1] = _lookup(gram_keys, gram_counts, full)

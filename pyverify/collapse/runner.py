@@ -72,9 +72,23 @@ def job_command(
     progress: bool = True,
 ) -> list[str]:
     """The job command of run ``name`` in the study ``out_dir`` (``python -m pyverify.cli``)."""
-    cmd = [sys.executable, "-m", "pyverify.cli", "collapse", "--run", name,
-           "-o", str(out_dir / RUNS_DIR / name), "--settings", str(out_dir / SETTINGS_FILE),
-           "--threads", str(threads), "--device", device]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyverify.cli",
+        "collapse",
+        "--run",
+        name,
+        "-o",
+        str(out_dir / RUNS_DIR / name),
+        "--settings",
+        str(out_dir / SETTINGS_FILE),
+        "--threads",
+        str(threads),
+        "--device",
+        device,
+        "--no-estimate",
+    ]  # fmt: skip  (the study printed its estimate once)
     if resume:
         cmd.append("--resume")
     if restart:

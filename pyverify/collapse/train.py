@@ -26,6 +26,7 @@ Checkpoints (``out_dir``), written atomically (a temporary file, then a rename):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -53,11 +54,13 @@ __all__ = [
     "SAVE_EVERY_S",
     "TRAINER_FORMAT",
     "TrainingDivergedError",
+    "forward_loss",
     "load_checkpoint",
     "lr_at",
     "make_optimizer",
     "objective_loss",
     "train_run",
+    "update",
 ]
 
 CHECKPOINT = "checkpoint.pt"
@@ -77,12 +80,13 @@ class TrainingDivergedError(ValueError):
 def lr_at(step: int, cfg: RunConfig, run: RunSpec) -> float:
     """Learning rate of step ``step`` (0-based): linear warm-up, cosine to ``min_lr_frac``.
 
-    Both phases span the run's own step count (:meth:`RunConfig.run_steps`).
+    Both phases span the run's own step count (:meth:`RunConfig.run_steps`); the
+    warm-up's offset is :attr:`RunConfig.warmup_start`.
     """
     steps = cfg.run_steps(run)
     warm = max(1, round(run.warmup_frac * steps))
     if step < warm:
-        return run.peak_lr * (step + 1) / warm
+        return run.peak_lr * (step + cfg.warmup_start) / warm
     frac = (step - warm) / max(1, steps - warm)
     cos = 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
     return run.peak_lr * (cfg.min_lr_frac + (1.0 - cfg.min_lr_frac) * cos)
@@ -140,6 +144,36 @@ def objective_loss(
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     accuracy = (logits.detach().argmax(-1) == y).double().mean()
     return loss, accuracy
+
+
+def forward_loss(
+    net: torch.nn.Module, x: Tensor, y: Tensor, cfg: RunConfig, objective: str
+) -> tuple[Tensor, Tensor]:
+    """The training step's forward pass and loss (:func:`objective_loss`).
+
+    Under bf16 autocast on CUDA when :attr:`RunConfig.bf16_autocast`, as the author's
+    ``dist_train_step`` runs it; as is elsewhere.
+    """
+    amp = cfg.bf16_autocast and x.device.type == "cuda"
+    with torch.autocast("cuda", dtype=torch.bfloat16) if amp else contextlib.nullcontext():
+        return objective_loss(net, x, y, objective, cfg.prompt_len)
+
+
+def update(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, loss: Tensor, cfg: RunConfig
+) -> None:
+    """The training step's update: backward, clipping, ``opt.step()``.
+
+    Every gradient is clipped by value at ``grad_clip_value``.
+
+    The trainer's loop, the recipe check (:mod:`pyverify.collapse.recipe`) and the
+    step's benchmark call :func:`forward_loss` and this function, with the learning
+    rate of :func:`lr_at` set in ``opt`` first.
+    """
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_value_(model.parameters(), cfg.grad_clip_value)
+    opt.step()
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -311,17 +345,14 @@ def train_run(
             group["lr"] = lr_at(step, cfg, run)
         x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)  # the same on every rank
         x, y = local_rows(x, env).to(env.device), local_rows(y, env).to(env.device)
-        loss, acc = objective_loss(net, x, y, run.objective, cfg.prompt_len)
+        loss, acc = forward_loss(net, x, y, cfg, run.objective)
         loss_val, acc_val = global_mean((float(loss.detach()), float(acc)), env)
         if not math.isfinite(loss_val):  # the same value on every rank: all stop here
             raise TrainingDivergedError(
                 f"run {run.name}: training loss is {loss_val} at step {step} "
                 f"(peak lr {run.peak_lr}); the run diverged"
             )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()  # DDP: the gradients are averaged over the ranks here
-        torch.nn.utils.clip_grad_value_(model.parameters(), cfg.grad_clip_value)
-        opt.step()
+        update(model, opt, loss, cfg)  # DDP: backward averages the gradients over the ranks
         step += 1
         loss_sum, acc_sum, n_acc = loss_sum + loss_val, acc_sum + acc_val, n_acc + 1
         if not main:

@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pytest
 
 from pyverify.collapse.ngram import ngram_losses
 
@@ -46,3 +47,15 @@ def test_ngram_matches_the_oracle():
     for n in (1, 2, 3):
         want = oracle(train, [w[:5] for w in windows], n)
         assert math.isclose(got[n - 1], want, rel_tol=1e-12), n  # same sums, float64
+
+
+def test_a_larger_vocabulary_gets_its_own_base_and_uniform_floor():
+    """Ids above 255 are n-gram symbols of their own (base-256 keys would collide)."""
+    rng = np.random.default_rng(0)
+    train = rng.integers(0, 1000, 20_000)
+    win = rng.integers(0, 1000, (8, 9))
+    big = ngram_losses(train, win, 3, vocab=1000)
+    shifted = ngram_losses(train % 256, win % 256, 3, vocab=256)
+    assert big != shifted and all(math.isfinite(x) for x in big)
+    with pytest.raises(ValueError, match="vocab \\*\\* max_order"):
+        ngram_losses(train, win, 5, vocab=32000)

@@ -270,8 +270,9 @@ def test_lr_schedule():
 
     full, a, f = full_config(), RUNS["author"], RUNS["frozen"]
     assert full.run_steps(a) == 3 * full.run_steps(f) == 12_000
-    for k in (32, 100, 1000, 2500, 3999):
+    for k in (1, 32, 100, 1000, 2500, 3999):
         assert math.isclose(lr_at(3 * k, full, a), lr_at(k, full, f), rel_tol=1e-12), k
+    assert lr_at(0, full, a) == lr_at(0, full, f) == 0.0  # the author's warm-up starts at 0
 
 
 def test_order_pair_matches_the_author_formula():

@@ -111,3 +111,55 @@ def test_rows_against_the_author_run(monkeypatch):
     # (the uncached pass recomputes G with the new query, so the logits differ)
     (sl, _), (full, _) = calls[4]
     assert sl.shape == ol.shape and full.shape == (2, 9, ol.shape[-1])
+
+
+def test_time_pair_with_grad_times_training_steps():
+    w = torch.ones(3, requires_grad=True)
+
+    def step():
+        (w * 2).sum().backward()
+
+    o, b = time_pair(step, step, torch.device("cpu"), reps=3, warmup=1, grad=True)
+    assert o >= 0 and b >= 0 and w.grad is not None
+    with pytest.raises(RuntimeError):  # the default: inference mode, no autograd
+        time_pair(step, step, torch.device("cpu"), reps=3, warmup=1)
+
+
+def test_train_step_row_is_skipped_without_a_checkout(monkeypatch):
+    from pyverify.bench.train_rows import bench_train_step
+    from pyverify.collapse.author import ENV
+
+    monkeypatch.delenv(ENV, raising=False)
+    said, rows = [], []
+    msg = bench_train_step(torch.device("cpu"), 3, said.append, rows, None, None)
+    assert rows == [] and said == [msg] and "skipped" in msg and ENV in msg
+
+
+@pytest.mark.skipif(
+    not __import__("os").environ.get("PYVERIFY_AUTHOR_SRC", "").strip(),
+    reason="PYVERIFY_AUTHOR_SRC is not set: no checkout of the author's code to time",
+)
+def test_train_step_row_times_the_same_step_on_both_sides():
+    """Wiring, not timing: both callables train one step of the same model on the same
+    batch (their first loss agrees to float32 rounding), and the row is made."""
+    from pyverify.bench.rows import make_row
+    from pyverify.bench.train_rows import NAME, bench_train_step, step_pair
+    from pyverify.collapse import author as au
+    from pyverify.collapse.config import preset_config
+
+    cpu = torch.device("cpu")
+    mm, rm = au.author_modules(au.author_src("test"), "test")
+    with au.quiet(), au.process_group(cpu):
+        ours, theirs = step_pair(preset_config("small"), cpu, rm, mm)
+        (lo, _), (lt, _) = ours(), theirs()
+    assert abs(lo - lt) <= 1e-5 * lt
+    calls, rows = [], []
+
+    def timer(o, b, device, **kw):
+        calls.append(kw)
+        o(), b()
+        return 1.0, 2.0
+
+    assert bench_train_step(cpu, 3, lambda _s: None, rows, make_row, timer) is None
+    assert [r["benchmark"] for r in rows] == [NAME] and rows[0]["ratio"] == 0.5
+    assert calls[0]["grad"] is True and rows[0]["shape"]["preset"] == "small"
