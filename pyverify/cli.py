@@ -365,7 +365,10 @@ def _collapse_config(args: argparse.Namespace) -> tuple[RunConfig, str]:
         raise InputValueError("--small (the one-minute test) and --preset exclude each other")
     if args.settings:
         if args.small or args.preset or args.corpus:
-            raise InputValueError("--settings carries the settings: no --small/--preset/--corpus")
+            raise InputValueError(
+                "--settings and --small/--preset/--corpus exclude each other (the file "
+                "carries the settings)"
+            )
         cfg, name = read_settings(Path(args.settings)), f"settings of {args.settings}"
     else:
         vocab = load_corpus(args.corpus).vocab if args.corpus else None
