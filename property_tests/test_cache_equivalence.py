@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, reject
+from hypothesis import assume, event, given, reject
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
@@ -100,15 +100,17 @@ def test_caching_exact_without_invariant_upstream_tensors(impl, case, data):
     assert np.array_equal(cached.out, r2.out)  # ... so the cache is exact ...
     # ... although A_LM is not invariant: the float64 oracle on the same rounded inputs
     # shows it; the implementation must too wherever its dtype resolves the difference.
-    # bfloat16 / float16 can round two different A_LM to the same values (seen under one
-    # CPU dispatch only), so the check asks for a gap of 16 ulps of the larger entry: a
-    # margin over the few ulps of rounding the stages up to A_LM add.
+    # Any dtype can round two different A_LM to the same values when the float64 gap is
+    # small: bfloat16 / float16 under one CPU dispatch, float32 on a near-degenerate input
+    # (hypothesis found q2 = [[0,0],[0,0],[1,2]]). So the check asks for a gap of 16 ulps of
+    # the larger entry, a margin over the few ulps of rounding the stages up to A_LM add,
+    # and says which side of it each example fell on.
     ref1 = REFERENCE.plga(impl.round(q), impl.round(k), impl.round(v), inv, causal=causal)
     ref2 = REFERENCE.plga(impl.round(q2), impl.round(k), impl.round(v), inv, causal=causal)
     assert not np.array_equal(ref1.A_LM, ref2.A_LM)
     gap = np.max(np.abs(ref1.A_LM - ref2.A_LM))
     resolved = gap > 16 * max(impl.u_io, impl.u_compute) * np.max(np.abs(ref1.A_LM))
-    assert resolved or impl.u_io > 2.0**-24  # float32 and float64 always resolve it
+    event("A_LM gap resolved by the dtype" if resolved else "A_LM gap below 16 ulps")
     if resolved:
         assert not np.array_equal(r1.A_LM, r2.A_LM)
 
