@@ -31,71 +31,21 @@ are outside its domain (``outside_domain``: Hypothesis draws another example).
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-import types
-from pathlib import Path
-
 import numpy as np
 import torch
 
+from pyverify.collapse.author import author_src, model_module
 from pyverify.conformance import outside_domain
 from pyverify.conformance.protocol import HeadResult
-from pyverify.errors import InputValueError, MissingInputError
+from pyverify.errors import InputValueError
 
-ENV = "PYVERIFY_AUTHOR_SRC"
 MAX_SEQ_LEN = 4096
 _TORCH = {"float32": torch.float32, "float64": torch.float64}
 
 
-def _torchtune_rope() -> None:
-    """Make ``torchtune.modules.RotaryPositionalEmbeddings`` importable (torchtune's own)."""
-    try:
-        from torchtune.modules import RotaryPositionalEmbeddings  # noqa: F401
-
-        return
-    except Exception:  # its package __init__ needs optional dependencies
-        pass
-    spec = importlib.util.find_spec("torchtune")
-    path = (
-        None
-        if spec is None or not spec.submodule_search_locations
-        else Path(next(iter(spec.submodule_search_locations)))
-        / "modules"
-        / "position_embeddings.py"
-    )
-    if path is None or not path.is_file():
-        raise MissingInputError(
-            "examples.author_v510: needs torchtune's RotaryPositionalEmbeddings "
-            "(pip install --no-deps torchtune==0.6.1)"
-        )
-    file_spec = importlib.util.spec_from_file_location("_torchtune_position_embeddings", path)
-    mod = importlib.util.module_from_spec(file_spec)
-    file_spec.loader.exec_module(mod)
-    pkg = types.ModuleType("torchtune")
-    sub = types.ModuleType("torchtune.modules")
-    sub.RotaryPositionalEmbeddings = mod.RotaryPositionalEmbeddings
-    pkg.modules = sub
-    sys.modules["torchtune"], sys.modules["torchtune.modules"] = pkg, sub
-
-
 def _author_modules():
-    """Import their ``pldr_model_v510`` and ``power_law_attention_layer_v510``."""
-    root = os.environ.get(ENV, "").strip()
-    if not root:
-        raise MissingInputError(
-            f"examples.author_v510: set {ENV} to a checkout of the author's code"
-        )
-    src = Path(root) / "src" / "pldr_model_v510"
-    if not (src / "pldr_model_v510.py").is_file():
-        raise MissingInputError(f"examples.author_v510: {src}/pldr_model_v510.py not found ({ENV})")
-    _torchtune_rope()
-    if str(src) not in sys.path:
-        sys.path.insert(0, str(src))
-    import pldr_model_v510 as model  # their code, from their checkout
-
-    return model
+    """Their ``pldr_model_v510``, from the checkout ``PYVERIFY_AUTHOR_SRC`` names."""
+    return model_module(author_src("examples.author_v510"), "examples.author_v510")
 
 
 def _t(x, dtype) -> torch.Tensor:

@@ -720,8 +720,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if not isinstance(exc, UserError):
             raise  # a bug in pyverify: show its traceback
-        print(f"pyverify: error: {exc}", file=sys.stderr)
+        print(f"pyverify{_rank_tag()}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _rank_tag() -> str:
+    """`` [rank r/W]`` under a launcher of several processes (torchrun), else nothing.
+
+    Every rank reports its own error; the tag says which printed it, since one that
+    only some ranks meet (a missing CUDA device) must not be hidden behind rank 0.
+    """
+    world, rank = os.environ.get("WORLD_SIZE", "1"), os.environ.get("RANK", "0")
+    return f" [rank {rank}/{world}]" if world.isdigit() and int(world) > 1 else ""
 
 
 if __name__ == "__main__":

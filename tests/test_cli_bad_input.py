@@ -107,3 +107,16 @@ def test_user_errors_keep_their_builtin_bases():
     for cls in (InputValueError, OutputPathError, NonFiniteStageError):
         assert issubclass(cls, UserError) and issubclass(cls, ValueError)
     assert issubclass(InputTypeError, UserError) and issubclass(InputTypeError, TypeError)
+
+
+def test_each_rank_names_itself_under_torchrun(monkeypatch, capsys):
+    """Under a launcher of 2 processes the error line says which rank printed it; alone, not."""
+    argv = ["bench", "--quick", "--device", "bogus"]
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert _run(argv) == 2
+    assert capsys.readouterr().err.startswith("pyverify [rank 1/2]: error: --device 'bogus'")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    assert _run(argv) == 2
+    assert capsys.readouterr().err.startswith("pyverify: error: --device 'bogus'")

@@ -58,6 +58,7 @@ __all__ = [
     "author_modules",
     "author_src",
     "author_trainer",
+    "model_module",
     "process_group",
     "quiet",
     "rope_agreement",
@@ -113,6 +114,16 @@ def _torchtune_rope(what: str) -> None:
     sub.RotaryPositionalEmbeddings = mod.RotaryPositionalEmbeddings  # type: ignore[attr-defined]
     pkg.modules = sub  # type: ignore[attr-defined]
     sys.modules["torchtune"], sys.modules["torchtune.modules"] = pkg, sub
+
+
+def model_module(root: Path, what: str) -> types.ModuleType:
+    """Their ``pldr_model_v510`` alone, imported from ``root`` (the model, not the trainer)."""
+    _torchtune_rope(what)
+    if str(root / MODEL_DIR) not in sys.path:
+        sys.path.append(str(root / MODEL_DIR))
+    import pldr_model_v510 as model_mod
+
+    return model_mod
 
 
 def author_modules(root: Path, what: str) -> tuple[types.ModuleType, types.ModuleType]:
