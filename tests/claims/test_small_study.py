@@ -1,5 +1,6 @@
 """The ledger on real studies: a fresh small study (``pyverify collapse --small``, about half
-a minute) and the saved study of the repository (which predates phase 1's measurements).
+a minute) and the saved study of the repository (``reports/collapse``, checked against its
+own numbers).
 
 The small specimen trains for 12-36 steps, so it loses to the n-gram baseline: every row
 that uses a run must say so ("not reproduced at this scale") and none may say "not
@@ -106,17 +107,28 @@ def test_figures_are_drawn_from_the_saved_results_alone(small, tmp_path):
 
 
 def test_the_saved_study_of_the_repository(tmp_path, capsys):
-    """The saved study predates phase 1 (no row energy, no density twirl, no online or N1
-    contract, best-of-3 timings): those rows are "not measured" / "premise absent", never a
-    crash, and its figures redraw."""
+    """The ledger of the saved study keeps the rules' promises on real data: a gate or
+    premise that fails never yields "not supported"; a row whose runs lose to the best
+    n-gram order says "not reproduced at this scale"; E5's premise is the repeats saved;
+    the CLI prints every row and the figures redraw from collapse.json alone. Asserted
+    from the study's own numbers (the gate recomputed here), so a regenerated study is
+    checked, not restated."""
     assert main(["claims", "-i", str(SAVED)]) == 0
     text = capsys.readouterr().out
-    assert "E1 INCONCLUSIVE (NOT REPRODUCED AT THIS SCALE)" in text  # 1.723 vs the 5-gram 1.480
     result, tim = load_study(SAVED)
     rows = {v.claim: v for v in build_ledger(result, tim)}
-    assert rows["E5"].premise_met is False  # best of 3, no repeats saved
-    assert rows["N2"].reason == rows["N3"].reason == NOT_MEASURED
-    assert all(v.verdict != NOT_SUPPORTED for v in rows.values())
+    for claim, v in rows.items():
+        assert f"{claim} {v.verdict.upper()}" in text
+        if v.premise_met is False:
+            assert v.verdict != NOT_SUPPORTED, claim
+    base = min(result["baseline"]["val_loss_by_order"])
+    losing = {n for n, r in result["runs"].items() if not r["causal_val_loss"] < base}
+    if "author" in losing:  # every E row but E5 (exempt: timings) uses the author run
+        for claim in ("E1", "E2", "E3", "E4", "E6", "E8"):
+            assert rows[claim].reason == NOT_REPRODUCED, claim
+            assert rows[claim].premise_met is False, claim
+    repeats = [len(t.get("speedup_g_over_kv_a_per_repeat", [])) for t in tim["runs"].values()]
+    assert rows["E5"].premise_met is (min(repeats) >= 5)
     shutil.copy(SAVED / "collapse.json", tmp_path / "collapse.json")
     assert main(["collapse", "--plots-only", "-o", str(tmp_path)]) == 0
     assert all((tmp_path / f).stat().st_size > 1000 for f in FIGURES)
