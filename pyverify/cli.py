@@ -353,7 +353,7 @@ def _register_report(sub: Any) -> None:
 def _collapse_config(args: argparse.Namespace) -> tuple[RunConfig, str]:
     """The settings and their name: ``--settings``, or ``--preset``/``--small``, ``--corpus``.
 
-    ``--steps`` applies last.
+    ``--steps`` and ``--batch`` (the global batch) apply last.
     """
     from dataclasses import replace
 
@@ -381,6 +381,8 @@ def _collapse_config(args: argparse.Namespace) -> tuple[RunConfig, str]:
             cfg = preset_config(name, vocab=vocab, corpus=args.corpus)
     if args.steps is not None:
         cfg = replace(cfg, steps=args.steps)
+    if args.batch is not None:
+        cfg, name = replace(cfg, batch=args.batch), f"{name}, global batch {args.batch}"
     return cfg.validate(), name
 
 
@@ -541,6 +543,13 @@ def _register_collapse(sub: Any) -> None:
     )
     p.add_argument("--corpus", metavar="FILE", default=None, help="a tokenised corpus (epilog)")
     p.add_argument("--steps", type=_int_at_least(1), default=None, help="training steps per run")
+    p.add_argument(
+        "--batch",
+        type=_int_at_least(1),
+        default=None,
+        help="global batch (rows a step; each of N torchrun processes trains batch / N; "
+        "the author's BATCH_SIZE=16 is per GPU: 16 N on N GPUs)",
+    )
     again = p.add_mutually_exclusive_group()
     again.add_argument(
         "--resume", action="store_true", help="continue the saved work (finished runs are kept)"

@@ -99,3 +99,15 @@ def test_dry_run_and_preset_errors_are_one_line(capsys):
     if not torch.cuda.is_available():
         assert main(["collapse", "--device", "cuda", "--dry-run"]) == 2
         assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_batch_option_sets_the_global_batch(capsys):
+    """``--batch`` overrides the preset's global batch (the author's BATCH_SIZE is per GPU:
+    16 N on N GPUs) and the estimate counts its tokens; 0 is refused in one line."""
+    assert main(["collapse", "--small", "--batch", "6", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "global batch 6" in out and "tokens: 96 a step (batch 6 x 16)" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["collapse", "--small", "--batch", "0", "--dry-run"])
+    assert exc.value.code == 2
+    assert "argument --batch: must be >= 1" in capsys.readouterr().err
