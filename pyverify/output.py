@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pyverify.errors import OutputPathError
+from pyverify.errors import InputValueError, OutputPathError
 
 __all__ = [
     "Progress",
@@ -25,6 +25,7 @@ __all__ = [
     "json_number",
     "json_text",
     "progress",
+    "read_json",
     "table",
     "write_json",
     "write_text",
@@ -103,6 +104,18 @@ def write_text(path: Path, text: str) -> None:
         tmp.replace(path)
     except OSError as exc:
         raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def read_json(path: Path, where: str = "") -> dict[str, Any]:
+    """A JSON object from ``path``; a one-line error (``where: path: ...``) otherwise."""
+    pre = f"{where}: " if where else ""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputValueError(f"{pre}{path}: unreadable ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputValueError(f"{pre}{path}: not a JSON object")
+    return data
 
 
 def write_json(path: Path, data: object) -> None:

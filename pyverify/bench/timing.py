@@ -72,6 +72,14 @@ def time_pair(
     return statistics.median(t_o), statistics.median(t_b)
 
 
+def load_averages() -> list[float] | None:
+    """The 1-, 5- and 15-minute load averages (None where the platform has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def load_average() -> float | None:
     """The 1-minute load average (None where the platform has none)."""
     try:

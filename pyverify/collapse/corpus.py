@@ -27,7 +27,6 @@ fixed inputs, the same for every measurement and both regimes.
 
 from __future__ import annotations
 
-import json
 import lzma
 from dataclasses import dataclass
 from functools import lru_cache
@@ -39,6 +38,7 @@ from numpy.typing import NDArray
 
 from pyverify.data import CORPUS_FILE, vendored_file
 from pyverify.errors import InputValueError
+from pyverify.output import read_json
 
 __all__ = ["VOCAB", "Corpus", "decode", "encode", "load_corpus", "read_tokens"]
 
@@ -99,12 +99,7 @@ def _sidecar(path: Path, what: str) -> dict:
             f"{what}: {side} not found (it gives the vocabulary: "
             '{"vocab_size": N} and, for a raw file, "dtype": "uint16" or "uint32")'
         )
-    try:
-        meta = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputValueError(f"{what}: {side} is not JSON ({exc})") from None
-    if not isinstance(meta, dict):
-        raise InputValueError(f"{what}: {side} must hold a JSON object")
+    meta = read_json(side, what)
     v = meta.get("vocab_size")
     if isinstance(v, bool) or not isinstance(v, int) or v < 2:
         raise InputValueError(f"{what}: {side}: vocab_size must be an int >= 2; got {v!r}")

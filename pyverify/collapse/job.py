@@ -30,8 +30,6 @@ from its final checkpoint, without retraining), ``--restart`` discards it.
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import time
 from dataclasses import MISSING, fields, is_dataclass
@@ -40,10 +38,11 @@ from typing import Any
 
 import torch
 
+from pyverify.bench.timing import load_averages
 from pyverify.collapse.config import LATER_DEFAULTS, RUNS, RunConfig
 from pyverify.collapse.corpus import Corpus, load_corpus
 from pyverify.collapse.distributed import DistEnv, broadcast, check_split, start, stop
-from pyverify.collapse.inputs import INPUTS_FILE, final_inputs, write_inputs
+from pyverify.collapse.inputs import INPUTS_FILE, PHASE_VAL, final_inputs, write_inputs
 from pyverify.collapse.ngram import ngram_losses
 from pyverify.collapse.train import (
     CHECKPOINT,
@@ -56,7 +55,7 @@ from pyverify.collapse.train import (
 from pyverify.errors import InputValueError, MissingInputError, UserError
 from pyverify.measure import as_float64, load_model, measure_final
 from pyverify.measure.decoding import time_per_token
-from pyverify.output import Progress, write_json
+from pyverify.output import Progress, read_json, write_json
 
 __all__ = [
     "FINAL_VERSION",
@@ -89,10 +88,13 @@ OWN_FILES = (RUN_FILE, TIMING_FILE, SETTINGS_FILE, INPUTS_FILE, CHECKPOINT, INIT
 """What a job writes (``--restart`` removes these and nothing else)."""
 
 
-def baseline(cfg: RunConfig) -> dict[str, Any]:
-    """The n-gram baseline on the model's validation windows (:mod:`~pyverify.collapse.ngram`)."""
-    corpus = load_corpus(cfg.corpus)
-    val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=0.5).numpy()
+def baseline(cfg: RunConfig, corpus: Corpus | None = None) -> dict[str, Any]:
+    """The n-gram baseline (:mod:`~pyverify.collapse.ngram`) on the validation windows.
+
+    The same windows :func:`~pyverify.collapse.inputs.final_inputs` scores the model on.
+    """
+    corpus = corpus if corpus is not None else load_corpus(cfg.corpus)
+    val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=PHASE_VAL).numpy()
     losses = ngram_losses(corpus.train, val, cfg.ngram_max, vocab=corpus.vocab)
     best = min(range(len(losses)), key=losses.__getitem__)
     return {
@@ -101,17 +103,6 @@ def baseline(cfg: RunConfig) -> dict[str, Any]:
         "best_order": best + 1,
         "val_loss": losses[best],
     }
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; a one-line error when it is unreadable or not an object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputValueError(f"{path}: unreadable ({exc})") from exc
-    if not isinstance(data, dict):
-        raise InputValueError(f"{path}: not a JSON object")
-    return data
 
 
 def _from_value(kind: Any, default: Any, value: Any, where: str) -> Any:
@@ -225,13 +216,6 @@ def _final(model: Any, cfg: RunConfig, corpus: Corpus, out_dir: Path) -> tuple[d
     final = measure_final(as_float64(model), fin, init64)
     timing = time_per_token(model, fin.prompts[0], cfg.n_new)
     return final, timing
-
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
 
 def run_job(
@@ -361,7 +345,7 @@ def _train_and_measure(
         ckpt = out_dir / CHECKPOINT
         hist = load_checkpoint(ckpt)["trainer"]["history"] if ckpt.is_file() else []
         entry = {"spec": run.to_dict(), "history": hist, "diverged": str(exc)}
-        done = {**stamp, "baseline": baseline(cfg), "entry": entry}
+        done = {**stamp, "baseline": baseline(cfg, corpus), "entry": entry}
         write_json(timing_f, {**host, "train_and_measure_s": earlier + time.perf_counter() - t1})
         write_json(out_dir / RUN_FILE, done)
         return done
@@ -371,13 +355,13 @@ def _train_and_measure(
     say(f"collapse {name}: end-of-run measurements")
     final, decode = _final(model, cfg, corpus, out_dir)
     entry: dict[str, Any] = {"spec": run.to_dict(), "history": history, **final}
-    done = {**stamp, "baseline": baseline(cfg), "entry": entry}
+    done = {**stamp, "baseline": baseline(cfg, corpus), "entry": entry}
     write_json(timing_f, {
         **host,
         "step": steps,
         "train_and_measure_s": earlier + t2 - t1,
         "final_s": time.perf_counter() - t2,
-        "loadavg": _loadavg(),
+        "loadavg": load_averages(),
         **decode,
     })  # fmt: skip
     write_json(out_dir / RUN_FILE, done)

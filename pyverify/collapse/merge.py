@@ -27,9 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pyverify.collapse.job import RUN_FILE, RUN_FORMAT, SETTINGS_FILE, TIMING_FILE, read_json
+from pyverify.collapse.job import RUN_FILE, RUN_FORMAT, SETTINGS_FILE, TIMING_FILE
 from pyverify.collapse.train import CHECKPOINT
 from pyverify.errors import InputValueError, MissingInputError
+from pyverify.output import read_json
 
 __all__ = [
     "RESULT_FILE",

@@ -34,11 +34,12 @@ from typing import Any
 
 import torch
 
+from pyverify.bench.timing import load_averages
 from pyverify.collapse.config import RUNS, STUDY_RUNS, RunConfig
 from pyverify.collapse.job import SETTINGS_FILE, baseline, folder_work, is_finished
 from pyverify.collapse.merge import RESULT_FILE, RUNS_DIR, TIMINGS_FILE, load_sources
 from pyverify.errors import InputValueError
-from pyverify.output import Progress, write_json
+from pyverify.output import Progress, read_json, write_json
 
 __all__ = [
     "RESULT_FILE",
@@ -96,13 +97,6 @@ def job_command(
     if not progress:
         cmd.append("--no-progress")
     return cmd
-
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
 
 def _launch(cmds: dict[str, list[str]], jobs: int, say: Progress) -> dict[str, int]:
@@ -200,7 +194,7 @@ def run_collapse(
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / SETTINGS_FILE, cfg.to_dict())
     t0 = time.perf_counter()
-    load_before = _loadavg()
+    load_before = load_averages()
     todo = [n for n in runs if not (resume and is_finished(cfg, n, run_dirs[n]))]
     for n in runs:
         if n not in todo:
@@ -232,11 +226,9 @@ def run_collapse(
         "runs": (run_timings or {}).get("runs", {}),
     }
     timings["total_s"] = time.perf_counter() - t0
-    timings["loadavg_after"] = _loadavg()
+    timings["loadavg_after"] = load_averages()
     old_f = out_dir / TIMINGS_FILE
     if resume and old_f.is_file():  # the sessions before this one, as they were measured
-        from pyverify.collapse.job import read_json
-
         old = read_json(old_f)
         keep = ("total_s", "loadavg_before", "loadavg_after", "jobs")
         timings["earlier_sessions"] = [

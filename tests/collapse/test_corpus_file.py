@@ -83,7 +83,7 @@ def test_bad_raw_files_are_one_line_errors(tmp_path):
     with pytest.raises(InputValueError, match="not a whole number of uint32"):
         read_tokens(path)
     (tmp_path / "tokens.bin.json").write_text("{nope")
-    with pytest.raises(InputValueError, match="is not JSON"):
+    with pytest.raises(InputValueError, match="unreadable"):
         read_tokens(path)
     with pytest.raises(InputValueError, match="is not a file"):
         read_tokens(tmp_path / "missing.bin")
