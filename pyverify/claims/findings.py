@@ -68,7 +68,7 @@ def exposure_finding(subjects: dict[str, Subject]) -> Verdict:
         "run does; otherwise open, not used, if in some run prefix logits change when the rest "
         "of the sequence is replaced (the author's online contract: the channel exists), and "
         "absent if in no run any does; the prompt-A loss (A from the first tokens only) is "
-        "leak-free"
+        "leak-free; no gate: a finding about the specimen whatever its quality"
     )
     nums: Numbers = {}
     gaps: list[float] = []
@@ -144,7 +144,9 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
     a = subjects.get(EXPOSED)
     free = [subjects[n] for n in EXPOSURE_FREE if n in subjects and subjects[n].history]
     uses = ([a] if a is not None else []) + free
-    premise = f"the {EXPOSED} run and an exposure-free run, each with a G trend at every S"
+    premise = (
+        f"the {EXPOSED} run and every exposure-free run present, each with a G trend at every S"
+    )
     base = dict(uses=uses, by=" vs ".join(s.by for s in uses) or EXPOSED, rule=rule)
     lengths = ", ".join(f"{s.by} {s.last['step']}" for s in uses if s.history)
     caveat = (
@@ -207,8 +209,9 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
 
 def _comparison_row(claim: str, cmp: Comparison, gated: bool) -> Verdict:
     uses = cmp.uses if gated else [_ungated(s) for s in cmp.uses]
+    rule = cmp.rule if gated else f"{cmp.rule}; no gate: a finding about the specimen"
     return outcome(
-        claim, uses, rule=cmp.rule, scope=cmp.scope, caveat=cmp.caveat, numbers=cmp.numbers,
+        claim, uses, rule=rule, scope=cmp.scope, caveat=cmp.caveat, numbers=cmp.numbers,
         premise=cmp.premise, premise_met=cmp.premise_met, decide=lambda: cmp.outcome,
         trend=TrendCall(None, cmp.trend_text, cmp.trend_numbers), by=cmp.by,
     )  # fmt: skip

@@ -522,9 +522,6 @@ def e5(result: dict[str, Any], timings: dict[str, Any] | None) -> Verdict:
     )  # fmt: skip
 
 
-LEGS = ("twirl", "concentration", "contraction")
-
-
 def _legs(rec: dict[str, Any]) -> dict[str, bool | None]:
     """Whether each stage of E6 holds in one record (None: not measured)."""
     keys = _s_keys(rec)

@@ -148,6 +148,8 @@ def run_gate(result: dict[str, Any], name: str) -> Gate:
     v = run["causal_val_loss"]
     ok = v < best
     why = f"{name}: causal validation loss {'beats' if ok else 'does not beat'} the best n-gram"
+    if ok and order == len(result["baseline"]["val_loss_by_order"]):
+        why += " (its best order is the highest computed: a higher one may be lower still)"
     figures: Numbers = {
         f"{name} causal val loss": v,
         f"{name} teacher-forced val loss": run["history"][-1]["val_loss"],
