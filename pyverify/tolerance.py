@@ -55,8 +55,6 @@ __all__ = [
     "TOL_LOW_FLOOR",
     "control_bound",
     "output_tolerance",
-    "output_tolerance_rules",
-    "output_tolerances",
     "stage_tolerances",
     "within_control",
 ]
@@ -131,20 +129,4 @@ def output_tolerance(
     fed, err = ("Q", e_sdpa) if path == "uncached" else (qg, e_qg)
     return control_bound(err, floor=TOL_LOW_FLOOR), (
         f"{k:g} x SDPA's error on {fed} + {TOL_LOW_FLOOR:g}"
-    )
-
-
-def output_tolerances(dtype: str, e_sdpa: float, e_qg: float) -> tuple[float, float]:
-    """(uncached/G-cached, collapsed) output tolerances: :func:`output_tolerance`'s values."""
-    return (
-        output_tolerance(dtype, "uncached", e_sdpa, e_qg)[0],
-        output_tolerance(dtype, "collapsed", e_sdpa, e_qg)[0],
-    )
-
-
-def output_tolerance_rules(dtype: str, qg: str = "fl(Q G)") -> tuple[str | None, str | None]:
-    """(uncached/G-cached, collapsed) rules: :func:`output_tolerance`'s rules (None: constant)."""
-    return (
-        output_tolerance(dtype, "uncached", 0.0, 0.0, qg)[1],
-        output_tolerance(dtype, "collapsed", 0.0, 0.0, qg)[1],
     )

@@ -216,10 +216,10 @@ def test_cli_exit_status(monkeypatch, capsys, tmp_path):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16", "float16"])
 def test_tolerance_rules_name_exactly_the_measured_tolerances(dtype):
-    """A rule is given iff output_tolerances depends on the measured control errors."""
-    from pyverify.tolerance import output_tolerance_rules, output_tolerances
+    """A rule is given iff output_tolerance depends on the measured control errors."""
+    from pyverify.tolerance import output_tolerance
 
-    small, large = output_tolerances(dtype, 1e-9, 2e-9), output_tolerances(dtype, 0.01, 0.02)
-    rules = output_tolerance_rules(dtype)
-    for i in (0, 1):
-        assert (rules[i] is None) == (small[i] == large[i]), (i, rules[i])
+    for path in ("uncached", "collapsed"):
+        small, rule = output_tolerance(dtype, path, 1e-9, 2e-9)
+        large, _ = output_tolerance(dtype, path, 0.01, 0.02)
+        assert (rule is None) == (small == large), (path, rule)

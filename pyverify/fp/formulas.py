@@ -31,6 +31,7 @@ __all__ = [
     "fp_matmul",
     "fp_mixed_precision",
     "fp_softmax",
+    "fp_softmax_coefficients",
     "fp_softmax_exp_factor",
     "fp_summation",
     "fp_summation_perturbed",
@@ -166,10 +167,20 @@ def fp_softmax(p, ce, n: int, u: float, u_d: float, sigma, eta_e: float = 0.0, e
     ``beta = (1 + gamma_{n-1}) c_e - 1 + (1 + gamma_{n-1}) n eta_e sigma``:
     ``|p^_j - p_j| <= (1 + u_d)((c_e - 1 + beta) p_j + eta_e sigma)/(1 - beta) + u_d p_j + eta_d``.
     """
-    p = np.asarray(p, dtype=np.float64)
+    rel, ab = fp_softmax_coefficients(ce, n, u, u_d, sigma, eta_e, eta_d)
+    return rel * np.asarray(p, dtype=np.float64) + ab
+
+
+def fp_softmax_coefficients(ce, n, u: float, u_d: float, sigma, eta_e: float = 0.0, eta_d=0.0):
+    """:func:`fp_softmax`'s bound as ``rel p_j + ab``; ``n``, ``ce``, ``sigma`` may be row arrays.
+
+    ``rel = (1 + u_d)(c_e - 1 + beta)/(1 - beta) + u_d`` and
+    ``ab = (1 + u_d) eta_e sigma / (1 - beta) + eta_d``: the statement's terms regrouped.
+    """
     beta = _beta(ce, n, u, eta_e, sigma)
-    r = ((np.asarray(ce) - 1 + beta) * p + eta_e * np.asarray(sigma)) / (1 - beta)
-    return (1 + u_d) * r + u_d * p + eta_d
+    rel = (1 + u_d) * (np.asarray(ce) - 1 + beta) / (1 - beta) + u_d
+    ab = (1 + u_d) * eta_e * np.asarray(sigma) / (1 - beta) + eta_d
+    return rel, ab
 
 
 def fp_head_output(

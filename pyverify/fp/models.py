@@ -42,6 +42,7 @@ from pyverify.fp.formulas import (
     fp_head_output_normalized,
     fp_head_scores,
     fp_mixed_precision,
+    fp_softmax_coefficients,
     fp_softmax_exp_factor,
 )
 from pyverify.precision import UNIT_ROUNDOFF, gamma
@@ -233,18 +234,6 @@ def _row_params(ar: Arithmetic, x, delta, dx, allowed):
     return allowed.sum(axis=-1), sigma, ce
 
 
-def _softmax_coefficients(n, ce, sigma, u: float, eta_e: float, u_d: float, eta_d: float):
-    """``fp_softmax`` per row as ``|p^_j - p_j| <= rel p_j + ab`` (arrays over rows)."""
-    n = np.asarray(n)
-    g = np.where(n > 1, gamma(np.maximum(n - 1, 0).astype(np.float64), u), 0.0)
-    beta = (1 + g) * ce - 1 + (1 + g) * n * eta_e * sigma
-    if np.any(beta >= 1):
-        raise ValueError("the softmax normaliser's error bound reaches 1")
-    rel = (1 + u_d) * (ce - 1 + beta) / (1 - beta) + u_d
-    ab = (1 + u_d) * eta_e * sigma / (1 - beta) + eta_d
-    return rel, ab
-
-
 def _output_bounds(ar: Arithmetic, mass, n, ce, sigma, vsum) -> np.ndarray:
     """The output bound of every row (arrays: rows x columns, row quantities as (S, 1)).
 
@@ -257,7 +246,7 @@ def _output_bounds(ar: Arithmetic, mass, n, ce, sigma, vsum) -> np.ndarray:
     low = ar.impl != "reference" and ar.reduced
     u_d = (1 + u) * (1 + uio) - 1 if low else u
     eta_d = (etaio + eta) if low else eta
-    rel, ab = _softmax_coefficients(n, ce, sigma, u, eta_e, u_d, eta_d)
+    rel, ab = fp_softmax_coefficients(ce, n, u, u_d, sigma, eta_e, eta_d)
     bound = fp_head_output_normalized(
         mass, rel, n, u, 0.0 if low else u, uio if low else 0.0, vsum,
         eta_p=ab, eta_g_sum=n * eta, eta_y=etaio if low else 0.0,
@@ -336,7 +325,9 @@ def softmax_bound(ar: Arithmetic, E, dE=None, *, causal: bool = False, p=None) -
     col = (n_row[:, None], ce[:, None], sigma[:, None])
     if ar.impl == "reference":
         u = ar.u_c
-        rel, ab = _softmax_coefficients(*col, u, EXP_ACCURACY[ar.exp][1], u, ar.eta_c)
+        n_c, ce_c, sigma_c = col
+        eta_e = EXP_ACCURACY[ar.exp][1]
+        rel, ab = fp_softmax_coefficients(ce_c, n_c, u, u, sigma_c, eta_e, ar.eta_c)
         bound = rel * pw + ab
     else:
         bound = _output_bounds(ar, pw, *col, np.ones_like(E))
