@@ -104,7 +104,10 @@ def test_a_refused_dtype_is_named_and_left_out_not_failed(monkeypatch, capsys):
     assert by_cap["avx512"] == (["-q"], None)  # nothing refused: the plain run
     out = capsys.readouterr().out
     assert f"torch refuses bfloat16 under default ({message})" in out
-    assert "passed (left out, torch refuses: bfloat16 under default, bfloat16 under avx2)" in out
+    assert (
+        "passed (torch refuses: bfloat16 under default, bfloat16 under avx2; what it stopped is "
+        "skipped)" in out
+    )
 
 
 def test_a_failure_beside_a_refusal_still_fails_the_matrix(monkeypatch):
@@ -125,39 +128,64 @@ _DTYPE_TESTS = """
 import pytest
 import torch
 
+def torch_op(dtype):
+    if dtype == "bf16":
+        raise RuntimeError("pack: simulated refusal")  # as torch would, deep in a kernel
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_by_torch_dtype(dtype):
-    assert dtype is not torch.bfloat16, "a refused dtype must not run"
+    torch_op("bf16" if dtype is torch.bfloat16 else "f32")
 
 @pytest.mark.parametrize("name", ["float16", "bf16"])
 def test_by_name(name):
-    assert name != "bf16", "a refused dtype must not run"
+    try:
+        torch_op(name)
+    except RuntimeError as exc:
+        raise ValueError("wrapped by the code under test") from exc
 
 class Impl:
     name, device, dtype = "kernels", "cpu", "bfloat16"
 
 @pytest.mark.parametrize("impl", [Impl()])
 def test_by_impl(impl):
-    raise AssertionError("a refused dtype must not run")
+    torch_op("bf16")
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_refused_dtype_that_never_reaches_the_kernel(dtype):
+    pass
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_refused_dtype_failing_on_its_own(dtype):
+    assert False, "this project's own failure"
+
+@pytest.mark.parametrize("dtype", [torch.float32])
+def test_other_dtype_with_the_same_text(dtype):
+    raise RuntimeError("simulated refusal")
 
 def test_plain():
     pass
 """
 
 
-def test_refusals_plugin_deselects_and_counts_the_refused_dtype(tmp_path):
+def test_refusals_plugin_skips_only_what_torch_stopped(tmp_path):
     """The plugin end to end in a real pytest under xdist, as the matrix runs it (the counts
-    come back from the workers), torch's refusal simulated through the env."""
+    come back from the workers), torch's refusal simulated through the env: the refused
+    dtype's tests all run; those whose exception (or its cause) carries torch's text are
+    skipped; a bfloat16 test that passes passes, and one failing for its own reason, or a
+    float32 test raising the same text, still fails."""
     (tmp_path / "test_dtypes.py").write_text(_DTYPE_TESTS)
-    env = {**os.environ, "PYVERIFY_TORCH_REFUSES": json.dumps({"bf16": "RuntimeError: simulated"})}
+    refused = {"bf16": "RuntimeError: simulated refusal"}
+    env = {**os.environ, "PYVERIFY_TORCH_REFUSES": json.dumps(refused)}
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "pyverify.testing.refusals",
-         "-p", "no:cacheprovider", "-q", "-n", "2", str(tmp_path)],
+         "-p", "no:cacheprovider", "-q", "-n", "2", "-rs", str(tmp_path)],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 passed" in out.stdout
-    assert "(RuntimeError: simulated): 3 test(s) of bfloat16 left out" in out.stdout
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "2 failed, 4 passed, 3 skipped" in out.stdout, out.stdout
+    assert "test_refused_dtype_failing_on_its_own" in out.stdout
+    assert "test_other_dtype_with_the_same_text" in out.stdout
+    assert "(RuntimeError: simulated refusal): 3 test(s) of bfloat16 stopped by it" in out.stdout
 
 
 def test_the_probe_reports_torchs_refusal_with_its_words(monkeypatch):

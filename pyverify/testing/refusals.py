@@ -1,16 +1,21 @@
-"""Pytest plugin: leave out the tests of a dtype torch refuses on this CPU, and say so.
+"""Pytest plugin: a test that fails only because torch refuses its dtype here is skipped, and said.
 
 Loaded with ``-p pyverify.testing.refusals`` by the capability matrix, which probes each
 forced capability first (:mod:`pyverify.dispatch`) and passes what torch refused in
-``PYVERIFY_TORCH_REFUSES``. A test is of a dtype when its ``impl`` parameter has that
-``dtype``, or when one of its parameters is that ``torch.dtype`` or its name. Those tests
-are deselected (not run, not passed), and the terminal summary names the dtype, torch's
-message and how many tests were left out. Without the variable the plugin does nothing.
+``PYVERIFY_TORCH_REFUSES`` (dtype -> ``"op (shape): ExceptionType: torch's text"``).
+Every test still runs. A test of a refused dtype (its ``impl`` parameter has that
+``dtype``, or one of its parameters is that ``torch.dtype`` or its name) that fails
+with an exception carrying torch's own text is reported as skipped, with that text; any
+other outcome stands, so a bfloat16 test that never reaches the refused kernel (short
+sequences, scores only) still passes or fails on this project's code. The terminal
+summary names each dtype, torch's message and how many tests torch stopped. Without the
+variable the plugin does nothing.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,21 +26,13 @@ from pyverify.precision import canonical_dtype
 
 __all__ = [
     "item_dtypes",
-    "pytest_collection_modifyitems",
+    "pytest_runtest_logreport",
+    "pytest_runtest_makereport",
     "pytest_terminal_summary",
-    "pytest_testnodedown",
 ]
 
-_LEFT_OUT: dict[str, int] = {}
-_KEY = "pyverify_refusals_left_out"
-
-
-def _dtype_name(value: Any) -> str | None:
-    if isinstance(value, torch.dtype):
-        return canonical_dtype(str(value))
-    if isinstance(value, str):
-        return canonical_dtype(value)
-    return None
+_STOPPED: dict[str, int] = {}
+_PREFIX = "torch refuses "
 
 
 def item_dtypes(item: pytest.Item) -> set[str]:
@@ -47,46 +44,65 @@ def item_dtypes(item: pytest.Item) -> set[str]:
     for value in callspec.params.values():
         impl_dtype = getattr(value, "dtype", None) if hasattr(value, "name") else None
         for v in (value, impl_dtype):
-            name = _dtype_name(v)
+            name = canonical_dtype(v) if isinstance(v, str | torch.dtype) else None
             if name is not None:
                 out.add(name)
     return out
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the tests of every refused dtype (only when the matrix passed a probe)."""
-    if not os.environ.get(REFUSALS_ENV, "").strip():
+def _texts(exc: BaseException | None, seen: set[int] | None = None) -> Iterator[str]:
+    """The messages of ``exc``, its causes and contexts, and an exception group's members."""
+    seen = set() if seen is None else seen
+    if exc is None or id(exc) in seen:
         return
-    refused = refusals()
-    keep, drop = [], []
-    for item in items:
-        hit = item_dtypes(item) & refused.keys()
-        (drop if hit else keep).append(item)
-        for d in hit:
-            _LEFT_OUT[d] = _LEFT_OUT.get(d, 0) + 1
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-    worker_out = getattr(config, "workeroutput", None)  # an xdist worker: tell the controller
-    if worker_out is not None:
-        worker_out[_KEY] = dict(_LEFT_OUT)
+    seen.add(id(exc))
+    yield str(exc)
+    for sub in getattr(exc, "exceptions", ()):
+        yield from _texts(sub, seen)
+    yield from _texts(exc.__cause__, seen)
+    yield from _texts(exc.__context__, seen)
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    """Under xdist, in the controller: each worker collects every test; keep one's counts."""
-    counts = getattr(node, "workeroutput", {}).get(_KEY, {})
-    for dtype, n in counts.items():
-        _LEFT_OUT[dtype] = max(_LEFT_OUT.get(dtype, 0), n)
+def _torch_text(message: str) -> str:
+    """The words of torch in a probe message (after the operation and the exception type)."""
+    return message.split(": ", 2)[-1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failure of a refused dtype whose exception carries torch's refusal becomes a skip."""
+    outcome = yield
+    rep = outcome.get_result()
+    if not (rep.failed and call.excinfo is not None and os.environ.get(REFUSALS_ENV, "").strip()):
+        return
+    texts = list(_texts(call.excinfo.value))
+    for dtype, message in sorted(refusals().items()):
+        if dtype in item_dtypes(item) and any(_torch_text(message) in t for t in texts):
+            rep.outcome = "skipped"
+            rep.longrepr = (
+                str(item.path),
+                item.location[1] or 0,
+                f"{_PREFIX}{dtype} under ATEN_CPU_CAPABILITY={capability()}: {message}",
+            )
+            return
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Count the tests torch stopped (in the controller under xdist: reports reach it)."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if reason.startswith(_PREFIX):
+            dtype = reason[len(_PREFIX) :].split(" ", 1)[0]
+            _STOPPED[dtype] = _STOPPED.get(dtype, 0) + 1
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line per refused dtype: torch's message and the tests left out."""
+    """One line per refused dtype: torch's message and how many tests it stopped."""
     if not os.environ.get(REFUSALS_ENV, "").strip():
         return
     for dtype, message in sorted(refusals().items()):
-        n = _LEFT_OUT.get(dtype, 0)
+        n = _STOPPED.get(dtype, 0)
         terminalreporter.write_line(
             f"torch refuses {dtype} under ATEN_CPU_CAPABILITY={capability()} ({message}): "
-            f"{n} test(s) of {dtype} left out"
+            f"{n} test(s) of {dtype} stopped by it, skipped; the dtype's other tests ran"
         )
