@@ -56,10 +56,8 @@ def step_pair(cfg: Any, device: torch.device, run_mod: Any, model_mod: Any) -> t
     ours_m.train()
 
     def ours() -> tuple[float, float]:
-        for group in opt.param_groups:
-            group["lr"] = run.peak_lr
         loss, acc = forward_loss(ours_m, x, y, cfg, run.objective)
-        update(ours_m, opt, loss, cfg)
+        update(ours_m, opt, loss, cfg, run.peak_lr)
         return float(loss.detach()), float(acc)
 
     def theirs() -> tuple[float, float]:

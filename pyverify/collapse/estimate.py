@@ -154,10 +154,8 @@ def measure_step(
         return time.perf_counter() - t0
 
     def step() -> None:  # the trainer's step (train.train_run)
-        for group in opt.param_groups:
-            group["lr"] = run.peak_lr
         loss, _ = forward_loss(model, x, y, cfg, run.objective)
-        update(model, opt, loss, cfg)
+        update(model, opt, loss, cfg, run.peak_lr)
 
     model.train()
     for _ in range(warmup):

@@ -98,7 +98,7 @@ FREE_FACTOR = 10.0
 chaos; measured ratios 0.4 .. 1 at the small preset's check shape)."""
 SIGMAS = 6.0
 
-UpdateFn = Callable[[nn.Module, torch.optim.Optimizer, Tensor, RunConfig], None]
+UpdateFn = Callable[[nn.Module, torch.optim.Optimizer, Tensor, RunConfig, float], None]
 
 
 @dataclass(frozen=True)
@@ -359,10 +359,8 @@ def _check(
             lr_t = trainer.scheduler.get_last_lr()[0]
             lr_o = lr_at(t, ccfg, run)
             lr_d = max(lr_d, abs(lr_o - lr_t) / run.peak_lr)
-            for group in opt.param_groups:
-                group["lr"] = lr_o
             loss, _ = forward_loss(ours, x, y, ccfg, run.objective)
-            update_fn(ours, opt, loss, ccfg)
+            update_fn(ours, opt, loss, ccfg, lr_o)
             lt = trainer.dist_train_step(torch.cat([x, y[:, -1:]], 1))[0]
             loss_d = max(loss_d, abs(float(loss.detach()) - lt) / abs(lt))
             after = get_model_state_dict(trainer.dist_pldr_model, options=opts)
@@ -407,10 +405,8 @@ def _trajectory(cfg: RunConfig, init: dict, batches: list, update_fn: UpdateFn,
     opt = make_optimizer(m, cfg, run)
     losses = []
     for t, (x, y) in enumerate(batches):
-        for group in opt.param_groups:
-            group["lr"] = lr_at(t, cfg, run)
         loss, _ = forward_loss(m, x, y, cfg, run.objective)
-        update_fn(m, opt, loss, cfg)
+        update_fn(m, opt, loss, cfg, lr_at(t, cfg, run))
         losses.append(float(loss.detach()))
     return m, losses
 

@@ -160,16 +160,16 @@ def forward_loss(
 
 
 def update(
-    model: torch.nn.Module, opt: torch.optim.Optimizer, loss: Tensor, cfg: RunConfig
+    model: torch.nn.Module, opt: torch.optim.Optimizer, loss: Tensor, cfg: RunConfig, lr: float
 ) -> None:
-    """The training step's update: backward, clipping, ``opt.step()``.
+    """The training step's update at learning rate ``lr``: backward, clipping, ``opt.step()``.
 
-    Every gradient is clipped by value at ``grad_clip_value``.
-
-    The trainer's loop, the recipe check (:mod:`pyverify.collapse.recipe`) and the
-    step's benchmark call :func:`forward_loss` and this function, with the learning
-    rate of :func:`lr_at` set in ``opt`` first.
+    Every gradient is clipped by value at ``grad_clip_value``. The trainer's loop, the
+    recipe check (:mod:`pyverify.collapse.recipe`), the estimate and the step's benchmark
+    call :func:`forward_loss` and this function (``lr``: :func:`lr_at`, or the peak).
     """
+    for group in opt.param_groups:
+        group["lr"] = lr
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_value_(model.parameters(), cfg.grad_clip_value)
@@ -341,8 +341,6 @@ def train_run(
     show = _Progress(run.name, step, end, progress_every_s, progress) if progress else None
     last_save = time.monotonic()
     while step < end:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg, run)
         x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)  # the same on every rank
         x, y = local_rows(x, env).to(env.device), local_rows(y, env).to(env.device)
         loss, acc = forward_loss(net, x, y, cfg, run.objective)
@@ -352,7 +350,8 @@ def train_run(
                 f"run {run.name}: training loss is {loss_val} at step {step} "
                 f"(peak lr {run.peak_lr}); the run diverged"
             )
-        update(model, opt, loss, cfg)  # DDP: backward averages the gradients over the ranks
+        # DDP: backward averages the gradients over the ranks
+        update(model, opt, loss, cfg, lr_at(step, cfg, run))
         step += 1
         loss_sum, acc_sum, n_acc = loss_sum + loss_val, acc_sum + acc_val, n_acc + 1
         if not main:

@@ -72,7 +72,9 @@ def test_the_trainer_is_the_authors_where_the_recipe_is():
     assert loss.value <= rc.LOSS_TOL and text.splitlines()[-1] == "PASS"
 
 
-def _clip_by_norm(model: nn.Module, opt, loss, cfg) -> None:
+def _clip_by_norm(model: nn.Module, opt, loss, cfg, lr: float) -> None:
+    for group in opt.param_groups:
+        group["lr"] = lr
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip_value)
