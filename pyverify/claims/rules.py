@@ -415,8 +415,23 @@ def e3(s: Subject, frozen: Subject | None = None) -> Verdict:
         return NOT_SUPPORTED if mmm(ratio)[1] > INIT_NOT_SINGULAR else INCONCLUSIVE
 
     caveat = AUDIT if s.from_init else AUDIT + "; learned vs inherited: not decidable here"
+    tc = _ratio_trend(s, frozen) if s.from_init else None
     return outcome("E3", [s], rule=rule, scope=s.scope, caveat=caveat, numbers=nums,
-                   decide=decide)  # fmt: skip
+                   decide=decide, trend=tc)  # fmt: skip
+
+
+def _ratio_trend(s: Subject, frozen: Subject | None) -> TrendCall:
+    """E3's trend, shown and never deciding: sigma2/sigma1 of A beside the frozen control's.
+
+    The query weights alone can move it, so a fall is no evidence of a learned
+    singularity unless it outpaces the control's.
+    """
+    name = "sigma2/sigma1 A"
+    runs = [s] + ([frozen] if frozen is not None and frozen.history else [])
+    trs = [trend(r.history, name, series_getters(r.history[0])[name]) for r in runs]
+    nums = {f"{r.by} {t.series} log-slope": t.text() for r, t in zip(runs, trs, strict=True)}
+    words = ", ".join(f"{r.by} {t.direction}" for r, t in zip(runs, trs, strict=True))
+    return TrendCall(None, f"{name} ({words}); shown, not deciding", nums)
 
 
 def e4(author: Subject, sub: Subject | None) -> Verdict:

@@ -199,6 +199,10 @@ def series_getters(rec: dict[str, Any]) -> dict[str, Getter]:
         grid = r.get("row_energy_A")
         return None if grid is None else [(x, True) for x in flat(grid)]
 
+    def sigma_ratio(r: dict[str, Any]) -> list[tuple[float, bool]] | None:
+        grid = r.get("sigma2_over_sigma1_A")
+        return None if grid is None else [(x, True) for x in flat(grid)]
+
     keys = list(rec.get("order_parameter", {}))
     S_all = sorted(keys, key=int) if all(k.isdigit() for k in keys) else keys
     out: dict[str, Getter] = {}
@@ -209,6 +213,7 @@ def series_getters(rec: dict[str, Any]) -> dict[str, Getter]:
         out[f"{t} pairwise RMS"] = pairwise(t, "rms")
         out[f"{t} pairwise signed-mean"] = pairwise(t, "signed_mean")
     out["row energy A"] = row_energy
+    out["sigma2/sigma1 A"] = sigma_ratio
     return out
 
 

@@ -127,6 +127,9 @@ def test_the_saved_study_of_the_repository(tmp_path, capsys):
         assert (rows[claim].reason == NOT_REPRODUCED) == ("author" in losing), claim
         if "author" in losing:
             assert rows[claim].premise_met is False, claim
+    # E3 shows sigma2/sigma1's trend beside the frozen control's, and it never decides
+    assert "sigma2/sigma1 A (author " in rows["E3"].trend and "not deciding" in rows["E3"].trend
+    assert "frozen sigma2/sigma1 A log-slope" in rows["E3"].trend_numbers
     repeats = [len(t.get("speedup_g_over_kv_a_per_repeat", [])) for t in tim["runs"].values()]
     assert rows["E5"].premise_met is (min(repeats) >= 5)
     shutil.copy(SAVED / "collapse.json", tmp_path / "collapse.json")
