@@ -38,7 +38,7 @@ try:
 except UserError as exc:  # PYVERIFY_IMPL names an implementation that does not load
     raise pytest.UsageError(f"PYVERIFY_IMPL: {exc}") from None
 
-pytest_plugins = ["pyverify.testing.pytest_plugin"]
+pytest_plugins = ["pyverify.theorems.pytest_plugin"]
 
 # xdist runs one process per core: one torch thread each, no oversubscription.
 torch.set_num_threads(1)
@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep only the ``PYVERIFY_IMPL`` implementation's tests and the ``PYVERIFY_IDS`` IDs."""
-    from pyverify.testing.pytest_plugin import attribution  # registered above: no re-import
+    from pyverify.theorems.pytest_plugin import attribution  # registered above: no re-import
 
     names = {s.name for s in SUBJECTS} if SUBJECTS is not None else None
     ids = {x.strip() for x in os.environ.get("PYVERIFY_IDS", "").split(",") if x.strip()}

@@ -87,12 +87,12 @@ def test_negative_seed_names_the_option(capsys):
 
 def test_a_bug_is_not_a_user_error(monkeypatch):
     """A ``ValueError`` that is not a :class:`UserError` is a bug: its traceback shows."""
-    import pyverify.theorems.trace
+    import pyverify.report.trace
 
     def buggy(_root):
         raise ValueError("an internal inconsistency")
 
-    monkeypatch.setattr(pyverify.theorems.trace, "run_trace", buggy)
+    monkeypatch.setattr(pyverify.report.trace, "run_trace", buggy)
     with pytest.raises(ValueError, match="internal inconsistency"):
         main(["trace"])
 

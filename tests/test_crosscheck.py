@@ -78,7 +78,8 @@ def test_tiny_sweep_passes_and_serialises():
             assert r.tolerance == 1e-12 and r.tolerance_rule is None
     for case in (c for c in cc.list_cases(["cpu"], ["float32"], True) if c.kind == "random"):
         # the measured tolerance is the rule applied to the control error, recomputed here
-        from pyverify.crosscheck.runners import _inputs, _reference_heads
+        from pyverify.crosscheck.heads import case_inputs as _inputs
+        from pyverify.crosscheck.heads import reference_heads as _reference_heads
         from pyverify.reference import plga_forward_batched
 
         q, k, v = _inputs(case)
@@ -144,7 +145,7 @@ def test_broken_kernel_fails(monkeypatch):
 
 
 def test_broken_metric_tensor_fails_its_stage(monkeypatch):
-    import pyverify.kernels.head as head
+    import pyverify.kernels.metric as head
 
     real = head._energy_rows
 

@@ -9,7 +9,7 @@ import pyverify
 
 ROOT = Path(pyverify.__file__).parent
 # The shared facts every package draws on, and the CLI; everything else lives in a package.
-TOP_LEVEL = {"__init__", "cli", "dispatch", "errors", "output", "paths", "precision", "tolerance"}
+TOP_LEVEL = {"__init__", "dispatch", "errors", "host", "output", "paths", "precision", "tolerance"}
 
 
 def _modules() -> dict[str, Path]:

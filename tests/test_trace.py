@@ -1,4 +1,4 @@
-"""The traceability check (pyverify.theorems.trace) and the pytest plugin that feeds it."""
+"""The traceability check (pyverify.report.trace) and the pytest plugin that feeds it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pyverify.testing.pytest_plugin import CollectionError, collect_matrix
+from pyverify.report.trace import build_trace, format_matrix, main, run_trace, trace_matrix
 from pyverify.theorems import THEOREM_IDS
-from pyverify.theorems.trace import build_trace, format_matrix, main, run_trace, trace_matrix
+from pyverify.theorems.pytest_plugin import CollectionError, collect_matrix
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def test_plain():
 
 
 def _example_dir(tmp_path: Path) -> Path:
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["pyverify.testing.pytest_plugin"]\n')
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["pyverify.theorems.pytest_plugin"]\n')
     (tmp_path / "test_example.py").write_text(EXAMPLE)
     return tmp_path
 
@@ -213,7 +213,7 @@ def test_trace_of_a_synthetic_repo(tmp_path, capsys):
     )
     (d / "property_tests").mkdir()
     (d / "property_tests" / "conftest.py").write_text(
-        'pytest_plugins = ["pyverify.testing.pytest_plugin"]\n'
+        'pytest_plugins = ["pyverify.theorems.pytest_plugin"]\n'
     )
     (d / "property_tests" / "test_example.py").write_text(EXAMPLE)
     r = trace_matrix(d)

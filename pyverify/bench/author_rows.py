@@ -111,7 +111,7 @@ def _learner_gemms(N: int, device, dtype):
 
 def bench_learner(device, dtype, batches, reps, say: Progress, rows, row: RowFn, timer) -> None:
     """L: shared learner alone vs the bare GEMMs of the same sizes (FLOP rates)."""
-    from pyverify.kernels.head import _metric_learner_rows
+    from pyverify.kernels.metric import metric_learner_rows as _metric_learner_rows
 
     params = shared_params(device, dtype)
     g = torch.Generator(device="cpu").manual_seed(4)

@@ -37,8 +37,9 @@ from typing import Any
 import torch
 
 from pyverify.bench.rows import DK, H, fmt_row, make_row
-from pyverify.bench.timing import load_average, time_pair
+from pyverify.bench.timing import time_pair
 from pyverify.errors import InputValueError
+from pyverify.host import load_average
 from pyverify.output import Progress
 
 __all__ = ["check_device", "run_bench"]

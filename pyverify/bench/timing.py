@@ -1,9 +1,8 @@
-"""Interleaved timing of two callables, and the machine's load average."""
+"""Interleaved timing of two callables."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["load_average", "time_pair"]
+__all__ = ["time_pair"]
 
 
 def _sync(device: torch.device) -> None:
@@ -70,19 +69,3 @@ def time_pair(
             if max_seconds is not None and r >= 2 and time.perf_counter() - start > max_seconds:
                 break
     return statistics.median(t_o), statistics.median(t_b)
-
-
-def load_averages() -> list[float] | None:
-    """The 1-, 5- and 15-minute load averages (None where the platform has none)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
-def load_average() -> float | None:
-    """The 1-minute load average (None where the platform has none)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None

@@ -38,8 +38,8 @@ def step_pair(cfg: Any, device: torch.device, run_mod: Any, model_mod: Any) -> t
     from pyverify.collapse import author as au
     from pyverify.collapse.config import RUNS
     from pyverify.collapse.corpus import load_corpus
-    from pyverify.collapse.model import PLDRDecoder
     from pyverify.collapse.train import forward_loss, make_optimizer, update
+    from pyverify.trainable.decoder import PLDRDecoder
 
     run = RUNS["author"]
     ours_m = PLDRDecoder(cfg.model, seed=cfg.seed).to(device)

@@ -109,7 +109,7 @@ class Subject:
 
 @lru_cache(maxsize=8)
 def _n_params(model_items: tuple[tuple[str, Any], ...]) -> int:
-    from pyverify.collapse.model import ModelConfig, PLDRDecoder
+    from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
     cfg = ModelConfig(**dict(model_items))
     return sum(p.numel() for p in PLDRDecoder(cfg, init=False).parameters())

@@ -45,8 +45,8 @@ import torch
 from torch import Tensor, nn
 
 from pyverify.collapse.config import RunConfig, RunSpec
-from pyverify.collapse.model import ModelConfig
 from pyverify.errors import MissingInputError
+from pyverify.trainable.decoder import ModelConfig
 
 __all__ = [
     "ENV",

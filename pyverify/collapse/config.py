@@ -7,7 +7,7 @@ paper's collapse against ``author``:
 
 * ``author``: the author's recipe at small scale (``pldr_model_v510``,
   ``pldr_run_model_v510.py`` and ``sample-train-script-pldrv510.sh``): the
-  author's initialisers tensor by tensor (:mod:`pyverify.collapse.model`);
+  author's initialisers tensor by tensor (:mod:`pyverify.trainable.decoder`);
   AdamW betas (0.9, 0.95), eps 1e-5, weight decay 0.1 on every parameter,
   gradients clipped by value at 1.0, peak lr 1e-3, linear warm-up over 0.8 %
   of the steps (their 2,000 of 250,000), cosine to 10 %; the loss on every
@@ -121,8 +121,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pyverify.collapse.model import ModelConfig
 from pyverify.errors import InputValueError
+from pyverify.trainable.decoder import ModelConfig
 
 __all__ = [
     "LATER_DEFAULTS",

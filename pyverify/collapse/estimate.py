@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from pyverify.collapse.config import PRESET_NOTES, RUNS, RunConfig
-from pyverify.collapse.model import ModelConfig, PLDRDecoder
+from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 __all__ = [
     "CPU_FLOP_BUDGET",
@@ -131,8 +131,8 @@ def measure_step(
     The model is the study's (float32 weights; bf16 autocast on CUDA when the
     settings say so), the optimiser the trainer's, the batch random token ids.
     """
-    from pyverify.bench.timing import load_average
     from pyverify.collapse.train import forward_loss, make_optimizer, update
+    from pyverify.host import load_average
 
     load = load_average()
     run = RUNS["author"]

@@ -38,7 +38,6 @@ from typing import Any
 
 import torch
 
-from pyverify.bench.timing import load_averages
 from pyverify.collapse.config import LATER_DEFAULTS, RUNS, RunConfig
 from pyverify.collapse.corpus import Corpus, load_corpus
 from pyverify.collapse.distributed import DistEnv, broadcast, check_split, start, stop
@@ -53,6 +52,7 @@ from pyverify.collapse.train import (
     train_run,
 )
 from pyverify.errors import InputValueError, MissingInputError, UserError
+from pyverify.host import load_averages
 from pyverify.measure import as_float64, load_model, measure_final
 from pyverify.measure.decoding import time_per_token
 from pyverify.output import Progress, read_json, write_json

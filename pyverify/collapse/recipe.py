@@ -67,9 +67,9 @@ from torch import Tensor, nn
 from pyverify.collapse import author as au
 from pyverify.collapse.config import RUNS, RunConfig
 from pyverify.collapse.corpus import Corpus, load_corpus
-from pyverify.collapse.model import ModelConfig, PLDRDecoder
 from pyverify.collapse.train import forward_loss, lr_at, make_optimizer, update
 from pyverify.output import Progress
+from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 __all__ = [
     "GRAD_TOL",

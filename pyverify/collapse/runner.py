@@ -4,13 +4,13 @@ Each run is one job (:mod:`~pyverify.collapse.job`), the command a cluster would
 run: ``pyverify collapse --run NAME -o DIR/runs/NAME --settings DIR/settings.json
 --threads T``. Here the jobs run as subprocesses, ``jobs`` at a time, the longest
 first; nothing else is scheduled. Then their folders are merged
-(:mod:`~pyverify.collapse.merge`) into ``out_dir`` (default ``reports/collapse/``):
+(:mod:`~pyverify.collapse.merge`) into ``out_dir`` (default ``reports/collapse/``; the
+CLI then draws the figures from ``collapse.json`` alone,
+:func:`pyverify.report.collapse_plots.draw_all`):
 
 * ``collapse.json`` -- settings, the n-gram baseline and every deterministic
   number of every run (byte-identical for the same settings and thread count);
 * ``timings.json`` -- wall times, decoding speed, host and load (not deterministic);
-* ``*.png`` -- figures drawn from ``collapse.json`` alone
-  (:func:`pyverify.collapse.plots.draw_all`, also ``--plots-only``);
 * ``settings.json`` -- the settings every job reads;
 * ``runs/<name>/`` -- the jobs' folders: ``run.json``, ``timing.json``,
   ``checkpoint.pt`` (the author's checkpoint format), ``init.pt``,
@@ -34,11 +34,11 @@ from typing import Any
 
 import torch
 
-from pyverify.bench.timing import load_averages
 from pyverify.collapse.config import RUNS, STUDY_RUNS, RunConfig
 from pyverify.collapse.job import SETTINGS_FILE, baseline, folder_work, is_finished
 from pyverify.collapse.merge import RESULT_FILE, RUNS_DIR, TIMINGS_FILE, load_sources
 from pyverify.errors import InputValueError
+from pyverify.host import load_averages
 from pyverify.output import Progress, read_json, write_json
 
 __all__ = [
@@ -237,8 +237,5 @@ def run_collapse(
         ]
     write_json(out_dir / RESULT_FILE, result)
     write_json(out_dir / TIMINGS_FILE, timings)
-    from pyverify.collapse.plots import draw_all
-
-    draw_all(out_dir)
-    say(f"collapse: wrote {out_dir / RESULT_FILE} and figures in {timings['total_s']:.0f} s")
+    say(f"collapse: wrote {out_dir / RESULT_FILE} in {timings['total_s']:.0f} s")
     return result

@@ -42,10 +42,10 @@ from pyverify.collapse.config import RunConfig, RunSpec
 from pyverify.collapse.corpus import Corpus
 from pyverify.collapse.distributed import DistEnv, check_split, global_mean, local_rows, wrap
 from pyverify.collapse.inputs import record_inputs
-from pyverify.collapse.model import PLDRDecoder
 from pyverify.errors import InputValueError
 from pyverify.measure import as_float64, measure_record
 from pyverify.output import Progress
+from pyverify.trainable.decoder import PLDRDecoder
 
 __all__ = [
     "CHECKPOINT",

@@ -1,8 +1,8 @@
 """Pytest plugin of ``pyverify check``: the results recorder plus what a verdict shows.
 
 Loaded with ``-p pyverify.conformance.collector --pyverify-check PATH`` (next to the
-theorem plugin, :mod:`pyverify.testing.pytest_plugin`). :class:`Recorder` is that
-plugin's :class:`~pyverify.testing.pytest_plugin.ResultsRecorder` (attribution and one
+theorem plugin, :mod:`pyverify.theorems.pytest_plugin`). :class:`Recorder` is that
+plugin's :class:`~pyverify.theorems.pytest_plugin.ResultsRecorder` (attribution and one
 outcome per test, written as ``{"schema", "tests": [...]}``) with two fields more per test:
 
 ``reason``
@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from pyverify.conformance.subject import NA_PREFIX, ProtocolViolation
-from pyverify.testing.pytest_plugin import ResultsRecorder
+from pyverify.theorems.pytest_plugin import ResultsRecorder
 
 __all__ = ["PREFIX", "Recorder", "failure_text"]
 

@@ -2,8 +2,8 @@
 
 The cases are those of ``pyverify crosscheck`` (:func:`pyverify.crosscheck.list_cases`,
 kinds ``random`` and ``trained``, at the subject's dtype), with the same seeded inputs,
-heads and float64 reference results (:func:`~pyverify.crosscheck.runners.random_reference`,
-:func:`~pyverify.crosscheck.runners.trained_reference`: one reference forward per case),
+heads and float64 reference results (:func:`~pyverify.crosscheck.heads.random_reference`,
+:func:`~pyverify.crosscheck.heads.trained_reference`: one reference forward per case),
 compared by the same :class:`~pyverify.crosscheck.compare.Comparer` and held to the same
 tolerances as the kernels' uncached and G-cached paths (:mod:`pyverify.tolerance`). The
 plugin runs one head per (batch, head) slice of a case:

@@ -1,7 +1,9 @@
 """Cross-check: optimised kernels vs the float64 reference vs mpmath (``pyverify crosscheck``).
 
 The sweep runs a list of *cases* (:mod:`.cases`), each with fixed seeds, on
-every requested device and dtype, and compares stage by stage (:mod:`.runners`,
+every requested device and dtype, and compares stage by stage (:mod:`.runners`, the
+driver; :mod:`.random_cases`, :mod:`.operator_cases`, the kinds; :mod:`.heads`, their
+inputs; :mod:`.bounds`, the proved bound of each stage;
 each comparison one :class:`~.compare.Comparer` stage):
 
 * ``random``: random PLGA heads, random ``q, k, v`` of shape ``(B, H, S, dk)``.

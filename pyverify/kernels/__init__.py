@@ -12,16 +12,13 @@ from pyverify.kernels.collapsed import (
     project_to_rope_commutant,
     rope_commutant_residual,
 )
-from pyverify.kernels.head import (
+from pyverify.kernels.head import attend, plga_attention, sdpa, split_query_product
+from pyverify.kernels.metric import (
     Deductive,
-    attend,
     compute_g,
     density_operator,
     energy_curvature,
     metric_learner,
-    plga_attention,
-    sdpa,
-    split_query_product,
 )
 from pyverify.kernels.params import (
     FFNParams,

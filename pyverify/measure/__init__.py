@@ -1,7 +1,7 @@
 """One measurement path for a study's runs and for any ``pldr_model_v510`` checkpoint.
 
 Every number is computed on a float64 copy of the study's model class
-(:class:`pyverify.collapse.model.PLDRDecoder`, the author's layout), on fixed
+(:class:`pyverify.trainable.decoder.PLDRDecoder`, the author's layout), on fixed
 inputs, so it is deterministic for a fixed thread count. ``pyverify collapse``
 records :func:`measure_record` at every measurement step and
 :func:`measure_final` at the end of each run; ``pyverify diagnose --checkpoint``

@@ -39,9 +39,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from pyverify.collapse.model import PLDRDecoder
 from pyverify.measure.inputs import TokenSet
 from pyverify.measure.tensors import deductive_stack
+from pyverify.trainable.decoder import PLDRDecoder
 
 __all__ = ["cache_contract", "mean_operator", "online_contract"]
 

@@ -40,8 +40,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from pyverify.collapse.model import PLDRDecoder
 from pyverify.measure.inputs import TokenSet
+from pyverify.trainable.decoder import PLDRDecoder
 
 __all__ = ["MODES", "TIMING_REPEATS", "fidelity", "time_per_token"]
 

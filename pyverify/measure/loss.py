@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F  # noqa: N812
 
-from pyverify.collapse.model import PLDRDecoder
 from pyverify.measure.inputs import TokenSet
+from pyverify.trainable.decoder import PLDRDecoder
 
 __all__ = ["causal_val_loss", "prompt_val_loss", "val_loss"]
 

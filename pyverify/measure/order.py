@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from pyverify.collapse.model import DEDUCTIVE, PLDRDecoder
 from pyverify.measure.inputs import TokenSet, n_seqs
 from pyverify.measure.tensors import deductive_stack
+from pyverify.trainable.decoder import DEDUCTIVE, PLDRDecoder
 
 __all__ = [
     "PairOrder",

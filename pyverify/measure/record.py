@@ -33,7 +33,6 @@ from typing import Any
 
 import torch
 
-from pyverify.collapse.model import DEDUCTIVE, PLDRDecoder
 from pyverify.measure.contracts import cache_contract, mean_operator, online_contract
 from pyverify.measure.decoding import fidelity
 from pyverify.measure.inputs import FinalInputs, MeasureInputs
@@ -49,6 +48,7 @@ from pyverify.measure.structure import (
 )
 from pyverify.measure.tensors import deductive_stack
 from pyverify.measure.twirl import commutant_residual, density_twirl
+from pyverify.trainable.decoder import DEDUCTIVE, PLDRDecoder
 
 __all__ = ["measure_final", "measure_record"]
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pyverify.collapse.model import METRIC_EPS, PLDRDecoder
 from pyverify.measure.inputs import TokenSet
 from pyverify.measure.order import fro, safe_div
 from pyverify.measure.tensors import deductive_stack
+from pyverify.trainable.decoder import METRIC_EPS, PLDRDecoder
 
 __all__ = [
     "FLOOR_FACTOR",

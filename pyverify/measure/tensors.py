@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from pyverify.collapse.model import DEDUCTIVE, ModelConfig, PLDRDecoder
 from pyverify.measure.inputs import TokenSet
 from pyverify.reference.v510 import CheckpointError, check_layout, load_state_dict
+from pyverify.trainable.decoder import DEDUCTIVE, ModelConfig, PLDRDecoder
 
 __all__ = ["as_float64", "config_of", "deductive_stack", "load_model"]
 

@@ -18,8 +18,8 @@ from pyverify.claims.findings import LEAK_NATS
 from pyverify.claims.ledger import NotAStudyError, load_study
 from pyverify.claims.stats import flat, mmm, op_grid, pair_values
 from pyverify.claims.trends import TREND_CI, TREND_FROM, run_trends, signed_mean_conditioned
-from pyverify.collapse.plots import FIGURES
 from pyverify.errors import InputValueError, MissingInputError
+from pyverify.report.collapse_plots import FIGURES
 from pyverify.report.markdown import num, table
 
 __all__ = ["COLLAPSE_DIR", "collapse_section"]

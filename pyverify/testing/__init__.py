@@ -8,5 +8,4 @@
 * :mod:`~pyverify.testing.layernorm_bounds` -- the metric learner's derived (unproved) bound;
 * :mod:`~pyverify.testing.fp` -- an implementation's arithmetic and the exact comparisons;
 * :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks;
-* :mod:`~pyverify.testing.pytest_plugin` -- the theorem marker and the ID x implementation matrix.
 """

@@ -2,6 +2,8 @@
 
 Each ID names a Lean declaration (its docstring starts with ``[ID]``), the
 property tests that check it (``@pytest.mark.theorem("ID")``) and a report row.
+:mod:`~pyverify.theorems.pytest_plugin` is the pytest plugin of that marker: it records
+each test's result under its IDs (the ID x implementation matrix of ``pyverify trace``).
 """
 
 from __future__ import annotations

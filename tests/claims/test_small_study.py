@@ -36,9 +36,9 @@ from pyverify.claims.rules import (
 from pyverify.claims.verdict import NOT_MEASURED, NOT_REPRODUCED, NOT_SUPPORTED
 from pyverify.cli import main
 from pyverify.collapse.config import small_config
-from pyverify.collapse.plots import FIGURES
 from pyverify.collapse.runner import run_collapse
 from pyverify.paths import repo_root
+from pyverify.report.collapse_plots import FIGURES, draw_all
 
 SAVED = repo_root() / "reports" / "collapse"
 
@@ -47,6 +47,7 @@ SAVED = repo_root() / "reports" / "collapse"
 def small(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("small")
     run_collapse(small_config(), out, jobs=1, progress=False)
+    draw_all(out)  # as `pyverify collapse` does after the merge
     return out
 
 

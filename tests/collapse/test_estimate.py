@@ -16,7 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import pyverify.collapse.estimate as est
 from pyverify.cli import main
 from pyverify.collapse.config import GPU_DAY_MODEL, PAPER_MODEL, preset_config, small_config
-from pyverify.collapse.model import ModelConfig, PLDRDecoder
+from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 SHAPES = [
     ModelConfig(vocab=50, d_model=32, num_heads=4, num_layers=2, dff=40, a_dff=12, num_reslayer=3),

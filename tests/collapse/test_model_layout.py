@@ -19,11 +19,11 @@ import torch
 from author_code import author_model, author_modules
 
 from pyverify.collapse.config import FULL_MODEL
-from pyverify.collapse.model import ModelConfig, PLDRDecoder
 from pyverify.kernels import load_v510
 from pyverify.measure import as_float64, load_model
 from pyverify.reference.v510 import check_layout, expected_shapes
 from pyverify.reference.v510 import load_v510 as load_reference
+from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 SMALL = ModelConfig(vocab=40, d_model=64, num_heads=4, num_layers=2, dff=48, a_dff=24,
                     num_reslayer=2, num_dense=2)  # fmt: skip
@@ -123,7 +123,7 @@ def test_the_authors_model_loads_the_state_dict_and_computes_the_same_logits():
 
 def _law(name: str, cfg: ModelConfig) -> tuple[str, float]:
     """``(kind, std)`` of a tensor's initial law by the author's initialisers (module doc of
-    :mod:`pyverify.collapse.model`): kind 'zeros', 'ones', 'normal' or 'uniform'."""
+    :mod:`pyverify.trainable.decoder`): kind 'zeros', 'ones', 'normal' or 'uniform'."""
     d, dk, H = cfg.d_model, cfg.dk, cfg.num_heads
     if name.endswith(("blst", "balst")) or (name.endswith(".bias") and ".wv." not in name):
         return "zeros", 0.0

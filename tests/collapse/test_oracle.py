@@ -23,7 +23,6 @@ import torch
 
 from pyverify.collapse.config import RUNS, small_config
 from pyverify.collapse.corpus import load_corpus
-from pyverify.collapse.model import DEDUCTIVE
 from pyverify.collapse.train import train_run
 from pyverify.diagnose import order_parameter
 from pyverify.measure import as_float64, deductive_stack
@@ -31,6 +30,7 @@ from pyverify.measure.order import order_param
 from pyverify.reference import Decoder
 from pyverify.reference.v510 import load_v510_params
 from pyverify.testing.bounds import rel_err
+from pyverify.trainable.decoder import DEDUCTIVE
 
 
 def to_reference(model):
@@ -117,7 +117,7 @@ def test_order_parameter_matches_diagnose(trained):
 
 
 def test_model_rejects_bad_tokens():
-    from pyverify.collapse.model import ModelConfig, PLDRDecoder
+    from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
     with pytest.raises(ValueError, match="tokens"):
         PLDRDecoder(ModelConfig(d_model=8, num_heads=2, num_layers=1))(torch.zeros(3))

@@ -107,7 +107,7 @@ def test_a_deliberate_mismatch_fails(mismatch, fails):
 def test_a_wrong_initialiser_fails(monkeypatch):
     """wv drawn by xavier_uniform_ (std sqrt(1/d)) instead of nn.Linear's default (std
     sqrt(1/(3d))): the initial-weight statistics differ by sqrt(3)."""
-    import pyverify.collapse.model as model_mod
+    import pyverify.trainable.decoder as model_mod
 
     real = model_mod.init_weights
 

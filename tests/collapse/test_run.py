@@ -19,8 +19,6 @@ from pyverify.cli import main
 from pyverify.collapse.config import RUNS, small_config
 from pyverify.collapse.corpus import load_corpus
 from pyverify.collapse.job import RUN_FILE, run_job
-from pyverify.collapse.model import PLDRDecoder
-from pyverify.collapse.plots import FIGURES
 from pyverify.collapse.runner import (
     RESULT_FILE,
     RUNS_DIR,
@@ -39,6 +37,8 @@ from pyverify.collapse.train import (
 from pyverify.measure.order import order_pair, pair_parts
 from pyverify.measure.twirl import commutant_residual
 from pyverify.output import json_text
+from pyverify.report.collapse_plots import FIGURES
+from pyverify.trainable.decoder import PLDRDecoder
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +176,8 @@ def test_plots_only_redraws_from_json(full_small, tmp_path):
 
 
 def test_plots_only_without_json_is_a_one_line_error(tmp_path, capsys):
-    from pyverify.collapse.plots import draw_all
     from pyverify.errors import InputValueError, MissingInputError
+    from pyverify.report.collapse_plots import draw_all
 
     with pytest.raises(MissingInputError, match=r"collapse\.json not found"):
         draw_all(tmp_path)

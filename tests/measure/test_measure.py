@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 
-from pyverify.collapse.model import ModelConfig, PLDRDecoder
 from pyverify.errors import InputValueError
 from pyverify.measure import (
     FinalInputs,
@@ -30,6 +29,7 @@ from pyverify.measure.order import sample_continuations
 from pyverify.measure.structure import identical_rows_residual, row_energy
 from pyverify.measure.twirl import commutant_residual, density_twirl
 from pyverify.reference.v510 import CheckpointError
+from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 CFG = ModelConfig(vocab=32, d_model=16, num_heads=2, num_layers=2, dff=24, a_dff=12,
                   num_reslayer=1, num_dense=2)  # fmt: skip

@@ -1,5 +1,9 @@
 """The PLDR decoder trained by ``pyverify collapse``, in the author's module layout.
 
+Why a third decoder: ``reference/model.py`` is the oracle (float64 NumPy, the spec
+read aloud); ``kernels/model.py`` is fast inference (no autograd, its own parameter
+layout, caches); this one trains, so it needs autograd and the author's module tree.
+
 The spec's post-LayerNorm decoder (``plga-spec.md``)::
 
     x  = LayerNorm(Emb(tokens) * sqrt(d_model))

@@ -1,8 +1,8 @@
 """Pytest plugin: which theorem and which implementation each test checks, and how it went.
 
 Registered by ``property_tests/conftest.py``
-(``pytest_plugins = ["pyverify.testing.pytest_plugin"]``) or with
-``-p pyverify.testing.pytest_plugin``. A test is attributed to
+(``pytest_plugins = ["pyverify.theorems.pytest_plugin"]``) or with
+``-p pyverify.theorems.pytest_plugin``. A test is attributed to
 
 * theorem IDs: every ``@pytest.mark.theorem("id", ...)`` on it (module, class or function);
 * an implementation: the ``impl`` parameter (an object with ``name``, ``device`` and
@@ -265,7 +265,7 @@ def collect_matrix(
             "-p",
             "no:xdist",
             "-p",
-            "pyverify.testing.pytest_plugin",
+            "pyverify.theorems.pytest_plugin",
             f"--pyverify-collect={out}",
             *(str(p) for p in paths),
         ]

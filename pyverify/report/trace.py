@@ -6,7 +6,7 @@ The matrix ID x implementation is built from
   starts a theorem's docstring; read from the sources, no Lean run), and
 * the property tests: ``@pytest.mark.theorem(...)`` IDs and the implementation each test
   runs on (collected with ``pytest --collect-only``, see
-  :func:`pyverify.testing.pytest_plugin.collect_matrix`).
+  :func:`pyverify.theorems.pytest_plugin.collect_matrix`).
 
 The check fails when
 
@@ -199,7 +199,7 @@ def trace_matrix(
     repo_root = Path(repo_root)
     ids = manifest_ids(repo_root)
     if tests is None:
-        from pyverify.testing.pytest_plugin import collect_matrix
+        from pyverify.theorems.pytest_plugin import collect_matrix
 
         tests = collect_matrix(test_paths, rootdir=repo_root)
     return build_trace(ids, tests)
@@ -254,7 +254,7 @@ def format_matrix(result: TraceResult) -> str:
 def run_trace(repo_root: Path) -> int:
     """Print the matrix of ``repo_root``; return 0 if the trace is complete, else 1."""
     from pyverify.lean.project import ProjectError
-    from pyverify.testing.pytest_plugin import CollectionError
+    from pyverify.theorems.pytest_plugin import CollectionError
 
     try:
         result = trace_matrix(Path(repo_root))
