@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pyverify.claims.rules import rules, study_findings
-from pyverify.claims.subject import best_ngram, run_gate, scale_line
+from pyverify.claims.subject import best_ngram, gate_against, run_gate, scale_line
 from pyverify.claims.verdict import CLAIMS, FINDINGS, STATEMENTS, Verdict
 from pyverify.collapse.merge import NotAStudyError, load_sources
 
@@ -57,11 +57,10 @@ def load_ledger(src: Path | Sequence[Path]) -> tuple[dict[str, Any], list[Verdic
 
 def ledger_json(result: dict[str, Any], ledger: list[Verdict]) -> dict[str, Any]:
     """The float-free, byte-stable ledger record (outcomes, rules, premises; no numbers)."""
-    order, _ = best_ngram(result)
     return {
         "source": "reports/collapse/collapse.json (and timings.json for E5)",
         "gate": {
-            "against": f"the best n-gram order ({order}), causal validation loss",
+            "against": gate_against(result),
             "passed": {n: run_gate(result, n).passed for n in result["runs"]},
         },
         "claims": [v.to_json() for v in ledger if v.claim in CLAIMS or v.claim in STATEMENTS],

@@ -41,6 +41,7 @@ __all__ = [
     "Subject",
     "TrendCall",
     "best_ngram",
+    "gate_against",
     "outcome",
     "run_gate",
     "scale_line",
@@ -133,6 +134,12 @@ def best_ngram(result: dict[str, Any]) -> tuple[int, float]:
     base = result["baseline"]["val_loss_by_order"]
     best = min(range(len(base)), key=base.__getitem__)
     return best + 1, base[best]
+
+
+def gate_against(result: dict[str, Any]) -> str:
+    """What the study's gate compares each run with (number-free but for the n-gram order)."""
+    order, _ = best_ngram(result)
+    return f"the best n-gram order ({order}), causal validation loss"
 
 
 def run_gate(result: dict[str, Any], name: str) -> Gate:

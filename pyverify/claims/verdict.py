@@ -13,8 +13,11 @@ inconclusive; an inconclusive row names why in ``reason``:
 :data:`PREMISE_ABSENT` (what the statement is about is not there, e.g. no
 collapse to test cache fidelity on), :data:`NOT_MEASURED` (the saved results
 predate the measurement), :data:`UNDECIDED` (the numbers lie between the
-cut-offs) or :data:`HOLDS_AT_INIT` (what the rule would count as evidence
-already holds at step 0, so it is not evidence of training).
+cut-offs), :data:`HOLDS_AT_INIT` (what the rule would count as evidence
+already holds at step 0, so it is not evidence of training) or
+:data:`SEEDS_DISAGREE` (a row decided on several training seeds whose outcomes
+differ: never a pooled verdict, :mod:`pyverify.claims.seeds`) or :data:`FEW_SEEDS`
+(a decisive outcome measured on fewer training seeds than a verdict needs).
 
 The row's JSON (:meth:`Verdict.to_json`) is float-free: outcomes, rules,
 scopes, premises and caveats are text written from the thresholds and the
@@ -35,6 +38,7 @@ __all__ = [
     "CLAIM_OUTCOMES",
     "COMPARISON_OUTCOMES",
     "DIFFERS",
+    "FEW_SEEDS",
     "FINDINGS",
     "FINDING_OUTCOMES",
     "HOLDS_AT_INIT",
@@ -48,6 +52,7 @@ __all__ = [
     "PRESENT",
     "REASONS",
     "ROWS",
+    "SEEDS_DISAGREE",
     "STATEMENTS",
     "SUPPORTED",
     "TRENDING_AWAY",
@@ -80,7 +85,18 @@ PREMISE_ABSENT = "premise absent"
 NOT_MEASURED = "not measured"
 UNDECIDED = "between the cut-offs"
 HOLDS_AT_INIT = "holds at init"
-REASONS = ("", NOT_REPRODUCED, PREMISE_ABSENT, NOT_MEASURED, UNDECIDED, HOLDS_AT_INIT)
+SEEDS_DISAGREE = "seeds disagree"
+FEW_SEEDS = "fewer than 3 seeds"
+REASONS = (
+    "",
+    NOT_REPRODUCED,
+    PREMISE_ABSENT,
+    NOT_MEASURED,
+    UNDECIDED,
+    HOLDS_AT_INIT,
+    SEEDS_DISAGREE,
+    FEW_SEEDS,
+)
 
 CLAIMS: dict[str, str] = {
     "E1": "invariance: after critical training A, A_LM, A_P, G are input-invariant",
@@ -146,6 +162,9 @@ class Verdict:
         The trend in words (number-free), or "".
     trend_numbers : dict
         The trend's slopes and intervals (display only).
+    seeds : dict
+        Each training seed's outcome label, for a row decided over seeds
+        (:mod:`pyverify.claims.seeds`); empty for a single-seed row.
     """
 
     claim: str
@@ -160,6 +179,7 @@ class Verdict:
     reason: str = ""
     trend: str = ""
     trend_numbers: dict[str, float | int | str] = field(default_factory=dict)
+    seeds: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.claim not in ROWS:
@@ -193,4 +213,5 @@ class Verdict:
             "trend": self.trend,
             "rule": self.rule,
             "caveat": self.caveat,
+            **({"seeds": dict(self.seeds)} if self.seeds else {}),
         }

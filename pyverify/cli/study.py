@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyverify.cli.args import int_at_least
-from pyverify.errors import InputValueError
+from pyverify.errors import InputValueError, MissingInputError
 from pyverify.output import check_output_dir, check_output_file, progress, write_json
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     from pyverify.paths import repo_root
 
     study_dir = repo_root() / "reports" / "collapse"
+    if args.regime:
+        return _cmd_regime(args)
     if args.plots_only:
         if args.run:
             raise InputValueError("--plots-only draws a study's figures; it takes no --run")
@@ -153,6 +155,58 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_regime(args: argparse.Namespace) -> int:
+    """``pyverify collapse --regime NAME``: every seed's study of a regime, in one schedule."""
+    from pyverify.collapse.regimes import regime, regime_studies
+    from pyverify.collapse.runner import JobFailedError, run_studies
+    from pyverify.paths import repo_root
+    from pyverify.report.collapse_plots import draw_all
+
+    reg = regime(args.regime)
+    for opt in ("run", "preset", "small", "settings", "corpus", "steps", "batch", "check_recipe"):
+        if getattr(args, opt):
+            flag = "--" + opt.replace("_", "-")
+            raise InputValueError(
+                f"--regime and {flag} exclude each other (a regime's settings are fixed in "
+                "pyverify.collapse.regimes)"
+            )
+    base = check_output_dir(args.output or repo_root() / "reports" / reg.folder,
+                            "collapse -o/--output")  # fmt: skip
+    studies = regime_studies(base, reg)
+    if args.plots_only:
+        for _cfg, d, _runs in studies:
+            for path in draw_all(d):
+                print(f"wrote {path}")
+        return 0
+    if os.environ.get("RANK", "0") == "0" and (args.dry_run or not args.no_estimate):
+        from pyverify.collapse.regime_estimate import format_regime_estimate, regime_estimate
+
+        est = regime_estimate(
+            reg, _collapse_device(args), jobs=args.jobs or 2, threads=args.threads
+        )
+        print(format_regime_estimate(est), flush=True)
+    if args.dry_run:
+        return 0
+    try:
+        run_studies(
+            studies,
+            resume=args.resume,
+            restart=args.restart,
+            jobs=args.jobs or 2,
+            threads=args.threads,
+            device=args.device,
+            progress=not args.no_progress,
+            log=progress,
+        )
+    except JobFailedError as exc:
+        print(f"pyverify: error: {exc}", file=sys.stderr)
+        return exc.status
+    for _cfg, d, _runs in studies:
+        draw_all(d)
+    print(f"wrote {base} (each seed's collapse.json, timings.json and figures)")
+    return 0
+
+
 _COLLAPSE_EPILOG = """\
 one run, one job (a folder of its own; launchable by torchrun, a Slurm array or any
 scheduler; rank 0 measures and writes):
@@ -185,6 +239,7 @@ def register_collapse(sub: Any) -> None:
     [--device D] [--dry-run | --check-recipe | --plots-only]``.
     """
     from pyverify.collapse.config import PRESETS, RUNS
+    from pyverify.collapse.regimes import REGIMES
 
     p = sub.add_parser(
         "collapse",
@@ -203,6 +258,13 @@ def register_collapse(sub: Any) -> None:
         "(default <study>/runs/NAME)",
     )
     p.add_argument("--study", choices=("ablation",), default="ablation", help="the study to run")
+    p.add_argument(
+        "--regime",
+        choices=tuple(REGIMES),
+        default=None,
+        help="every seed of a regime (its own fixed settings, runs and seeds), into "
+        "reports/<regime folder>/ (bytes: the study of --preset small)",
+    )
     p.add_argument("--preset", choices=PRESETS, default=None, help="settings (default small)")
     p.add_argument("--small", action="store_true", help="the small study (a test, ~1 min)")
     p.add_argument(
@@ -251,16 +313,28 @@ def register_collapse(sub: Any) -> None:
 
 
 def _cmd_claims(args: argparse.Namespace) -> int:
-    """Print the claims ledger computed from the saved study (or merged run folders)."""
-    from pyverify.claims.ledger import format_ledger, ledger_json, load_ledger
+    """Print the claims ledger: every saved regime's, or the folders given with ``-i``."""
+    from pyverify.claims.regimes import (
+        format_regimes,
+        given_regime,
+        regimes_json,
+        saved_regimes,
+    )
     from pyverify.paths import repo_root
 
-    srcs = [Path(p) for p in args.input] if args.input else [repo_root() / "reports" / "collapse"]
-    result, ledger = load_ledger(srcs)
+    if args.input:
+        ledgers = [given_regime([Path(p) for p in args.input])]
+    else:
+        ledgers = saved_regimes(repo_root() / "reports")
+        if not ledgers:
+            raise MissingInputError(
+                f"no saved study under {repo_root() / 'reports'}: run `pyverify collapse "
+                "[--regime NAME]` first, or give run or study folders with -i"
+            )
     if args.json:
         check_output_file(Path(args.json), "claims --json")
-        write_json(Path(args.json), ledger_json(result, ledger))
-    print(format_ledger(result, ledger))
+        write_json(Path(args.json), {"regimes": regimes_json(ledgers)})
+    print(format_regimes(ledgers))
     return 0
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "CPU_FLOP_BUDGET",
     "Estimate",
     "StepTiming",
+    "duration",
     "estimate",
     "format_estimate",
     "forward_flops",
@@ -213,7 +214,8 @@ def estimate(
     )
 
 
-def _duration(s: float) -> str:
+def duration(s: float) -> str:
+    """Seconds as a short duration (s, min, h or days)."""
     if s < 120:
         return f"{s:.1f} s"
     if s < 7200:
@@ -281,8 +283,8 @@ def format_estimate(e: Estimate, corpus_tokens: int | None = None) -> str:
     author = e.runs.get("author", max(e.runs.values()))
     lines.append(
         f"estimate: {e.step_s * 1e3:.1f} ms a step, {e.step_flops / e.step_s / 1e12:.2f} "
-        f"TFLOP/s; the author run {_duration(author * e.step_s)}, all "
-        f"{len(e.runs)} runs one after another {_duration(e.study_steps() * e.step_s)} "
+        f"TFLOP/s; the author run {duration(author * e.step_s)}, all "
+        f"{len(e.runs)} runs one after another {duration(e.study_steps() * e.step_s)} "
         f"(training steps only: the records every {c.measure_every} steps and the "
         f"end-of-run measurements come on top)"
     )

@@ -49,6 +49,7 @@ __all__ = [
     "baseline",
     "job_command",
     "run_collapse",
+    "run_studies",
 ]
 
 POLL_S = 0.2
@@ -127,6 +128,10 @@ def _launch(cmds: dict[str, list[str]], jobs: int, say: Progress) -> dict[str, i
     return status
 
 
+Study = tuple[RunConfig, Path, tuple[str, ...]]
+"""One study of a run: its settings, its folder and its named runs."""
+
+
 def run_collapse(
     cfg: RunConfig,
     out_dir: Path,
@@ -169,10 +174,33 @@ def run_collapse(
     JobFailedError
         When a job fails (after the others have finished; nothing is merged).
     """
-    cfg.validate()
-    for r in runs:
-        if r not in RUNS:
-            raise InputValueError(f"--run: unknown run {r!r} (known: {', '.join(RUNS)})")
+    opts = {"resume": resume, "restart": restart, "jobs": jobs, "threads": threads}
+    return run_studies([(cfg, out_dir, runs)], device=device, progress=progress, log=log,
+                       **opts)[0]  # fmt: skip
+
+
+def run_studies(
+    studies: list[Study],
+    *,
+    resume: bool = False,
+    restart: bool = False,
+    jobs: int = 2,
+    threads: int = 1,
+    device: str = "cpu",
+    progress: bool = True,
+    log: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Run several studies' jobs in one schedule (``jobs`` at a time, the longest first).
+
+    A regime's seeds are such studies (:mod:`~pyverify.collapse.regimes`): one folder
+    per seed, each merged into its own ``collapse.json`` exactly as
+    :func:`run_collapse` merges one study. Options as :func:`run_collapse`'s.
+    """
+    for cfg, _d, runs in studies:
+        cfg.validate()
+        for r in runs:
+            if r not in RUNS:
+                raise InputValueError(f"--run: unknown run {r!r} (known: {', '.join(RUNS)})")
     if jobs < 1 or threads < 1:
         raise InputValueError("--jobs and --threads must be >= 1")
     if resume and restart:
@@ -183,7 +211,9 @@ def run_collapse(
             "(pyverify collapse --run NAME -o DIR) and merge with pyverify claims -i DIR ..."
         )
     say = log or (lambda _m: None)
-    run_dirs = {n: out_dir / RUNS_DIR / n for n in runs}
+    several = len(studies) > 1
+    key = {(d, n): f"{d.name}/{n}" if several else n for _c, d, runs in studies for n in runs}
+    run_dirs = {(d, n): d / RUNS_DIR / n for _c, d, runs in studies for n in runs}
     if not (resume or restart):
         for d in run_dirs.values():
             held = folder_work(d) if d.is_dir() else None
@@ -191,17 +221,21 @@ def run_collapse(
                 raise InputValueError(
                     f"{d} holds {held}: --resume continues the study, --restart discards it"
                 )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(out_dir / SETTINGS_FILE, cfg.to_dict())
+    for cfg, d, _runs in studies:
+        d.mkdir(parents=True, exist_ok=True)
+        write_json(d / SETTINGS_FILE, cfg.to_dict())
     t0 = time.perf_counter()
     load_before = load_averages()
-    todo = [n for n in runs if not (resume and is_finished(cfg, n, run_dirs[n]))]
-    for n in runs:
-        if n not in todo:
-            say(f"collapse: {n} finished already ({run_dirs[n]})")
-    todo.sort(key=lambda n: -cfg.run_steps(RUNS[n]))  # the longest do not start last
+    todo: list[tuple[RunConfig, Path, str]] = []
+    for cfg, d, runs in studies:
+        for n in runs:
+            if resume and is_finished(cfg, n, run_dirs[d, n]):
+                say(f"collapse: {key[d, n]} finished already ({run_dirs[d, n]})")
+            else:
+                todo.append((cfg, d, n))
+    todo.sort(key=lambda t: -t[0].run_steps(RUNS[t[2]]))  # the longest do not start last
     opts = {"threads": threads, "device": device, "resume": resume, "restart": restart}
-    cmds = {n: job_command(n, out_dir, progress=progress, **opts) for n in todo}
+    cmds = {key[d, n]: job_command(n, d, progress=progress, **opts) for _c, d, n in todo}
     say(f"collapse: {len(todo)} jobs, {min(jobs, max(1, len(todo)))} at a time")
     status = _launch(cmds, jobs, say)
     failed = {n: rc for n, rc in status.items() if rc != 0}
@@ -213,29 +247,35 @@ def run_collapse(
             "(--resume keeps its work)",
             2 if all(rc == 2 for rc in failed.values()) else 1,
         )
-    result, run_timings = load_sources([run_dirs[n] for n in runs])
-    if result["settings"] != cfg.to_dict():  # every job read settings.json: cannot differ
-        raise InputValueError(f"{out_dir}: a run folder holds other settings; --restart")
-    timings: dict[str, Any] = {
-        "jobs": jobs,
-        "threads_per_run": threads,
-        "host": platform.node(),
-        "cpu_count": os.cpu_count(),
-        "torch": torch.__version__,
-        "loadavg_before": load_before,
-        "runs": (run_timings or {}).get("runs", {}),
-    }
-    timings["total_s"] = time.perf_counter() - t0
-    timings["loadavg_after"] = load_averages()
-    old_f = out_dir / TIMINGS_FILE
-    if resume and old_f.is_file():  # the sessions before this one, as they were measured
-        old = read_json(old_f)
-        keep = ("total_s", "loadavg_before", "loadavg_after", "jobs")
-        timings["earlier_sessions"] = [
-            *old.get("earlier_sessions", []),
-            {k: old[k] for k in keep if k in old},
-        ]
-    write_json(out_dir / RESULT_FILE, result)
-    write_json(out_dir / TIMINGS_FILE, timings)
-    say(f"collapse: wrote {out_dir / RESULT_FILE} in {timings['total_s']:.0f} s")
-    return result
+    total_s = time.perf_counter() - t0
+    results = []
+    for cfg, d, runs in studies:
+        result, run_timings = load_sources([run_dirs[d, n] for n in runs])
+        if result["settings"] != cfg.to_dict():  # every job read settings.json: cannot differ
+            raise InputValueError(f"{d}: a run folder holds other settings; --restart")
+        timings: dict[str, Any] = {
+            "jobs": jobs,
+            "threads_per_run": threads,
+            "host": platform.node(),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "loadavg_before": load_before,
+            "runs": (run_timings or {}).get("runs", {}),
+        }
+        timings["total_s"] = total_s
+        if several:
+            timings["scheduled_with"] = [str(o) for _c, o, _r in studies if o != d]
+        timings["loadavg_after"] = load_averages()
+        old_f = d / TIMINGS_FILE
+        if resume and old_f.is_file():  # the sessions before this one, as they were measured
+            old = read_json(old_f)
+            keep = ("total_s", "loadavg_before", "loadavg_after", "jobs")
+            timings["earlier_sessions"] = [
+                *old.get("earlier_sessions", []),
+                {k: old[k] for k in keep if k in old},
+            ]
+        write_json(d / RESULT_FILE, result)
+        write_json(d / TIMINGS_FILE, timings)
+        say(f"collapse: wrote {d / RESULT_FILE} in {total_s:.0f} s")
+        results.append(result)
+    return results

@@ -1,7 +1,8 @@
 """The report's ledger sections: the claims E1-E8 and statements N1-N7, then the findings F1, F2.
 
-The outcomes come from :mod:`pyverify.claims` applied to the saved study in
-``reports/collapse/``; :func:`claims_section` also writes the float-free,
+The outcomes come from :mod:`pyverify.claims` applied to every regime's saved
+studies (:mod:`pyverify.claims.regimes`): first the row x regime table, then each
+regime's rows; :func:`claims_section` also writes the float-free,
 byte-stable ``claims.json`` (outcomes, scopes, premises, rules, caveats) beside
 the report. Each row shows its scope, its premise (met or not), the numbers,
 the trend and the caveat.
@@ -13,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pyverify.claims.findings import LEAK_NATS
-from pyverify.claims.ledger import ledger_json, load_ledger
-from pyverify.claims.subject import best_ngram, run_gate, scale_line
+from pyverify.claims.regimes import RegimeLedger, regimes_json, regimes_table, saved_regimes
 from pyverify.claims.verdict import FINDINGS, Verdict
 from pyverify.errors import UserError
 from pyverify.output import write_json
@@ -23,8 +23,7 @@ from pyverify.report.markdown import num, table
 __all__ = ["CLAIMS_FILE", "claims_section"]
 
 CLAIMS_FILE = "claims.json"
-TITLE = "## The paper's empirical claims: the ledger"
-FINDINGS_TITLE = "## Findings of the study (not claims of the paper)"
+TITLE = "## The paper's empirical claims: the ledger, per regime"
 MET = {True: "met", False: "**not met**", None: "not measured"}
 
 
@@ -78,53 +77,75 @@ def _exposure_rows(result: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def claims_section(report_dir: Path, collapse_dir: str = "collapse") -> list[str]:
-    """Markdown lines of the ledger; writes ``report_dir/claims.json`` when a study is saved."""
-    lines = [TITLE, ""]
-    try:
-        result, ledger = load_ledger(report_dir / collapse_dir)
-    except UserError as exc:
-        return [*lines, f"No ledger: {exc}.", ""]
-    write_json(report_dir / CLAIMS_FILE, ledger_json(result, ledger))
-    order, best = best_ngram(result)
-    passed = [n for n in result["runs"] if run_gate(result, n).passed]
-    claims = [v for v in ledger if v.claim not in FINDINGS]
-    found = [v for v in ledger if v.claim in FINDINGS]
-    lines += [
-        "Each claim of the paper's empirical half and each newer statement of the author "
-        "(`docs/paper-claims.md`) gets an outcome computed from the saved study by a rule in "
-        "`pyverify/claims/` (thresholds named there, fixed before the study's full run; "
-        "`pyverify claims` prints the same). Every rule checks, in order, that what it needs "
-        "was measured, the gate of every run it uses, its premise, and only then the end "
-        "point; where the end point cannot decide, a trend whose interval excludes 0 may say "
-        "'trending toward' or 'trending away'. Outcomes alone: "
-        f"[{CLAIMS_FILE}]({CLAIMS_FILE}). Scale: {scale_line(result)}. Gate: the causal "
-        f"validation loss must beat the best n-gram order (order {order}, {best:.3f} "
-        f"nats/byte); runs that do: {', '.join(passed) or 'none'}.",
+def _regime_lines(lg: RegimeLedger) -> list[str]:
+    """One regime: its scope and gate, the rows, the rules, the findings, F1 per run."""
+    rows = lg.rows
+    claims = [v for v in rows if v.claim not in FINDINGS]
+    found = [v for v in rows if v.claim in FINDINGS]
+    passed = [f"{n} (seeds {', '.join(s for s, ok in g.items() if ok)})"
+              for n, g in lg.gate.items() if any(g.values())]  # fmt: skip
+    lines = [
+        f"### Regime `{lg.regime.name}`",
+        "",
+        f"{lg.regime.what}. Scope: {lg.scope}; {lg.scale}. Gate: every run a row uses must "
+        f"beat {lg.against}, in every seed it is judged on; passed by: "
+        f"{'; '.join(passed) or 'none'}.",
         "",
     ]
     lines += table(HEADER, _rows(claims))
     lines += ["", "<details><summary>rules</summary>", "", "```"]
-    lines += [f"{v.claim}: {v.rule}" for v in ledger]
-    lines += ["```", "", "</details>", "", FINDINGS_TITLE, ""]
+    lines += [f"{v.claim}: {v.rule}" for v in rows]
+    lines += ["```", "", "</details>", ""]
     lines += [
-        "What the study measured about its own specimen, decided by rules like the claims, "
-        "without the gate (they describe the specimen whatever its quality; N7 above is F2 "
-        "with the gate). Figures: [collapse/exposure.png](collapse/exposure.png), "
-        "[collapse/trends.png](collapse/trends.png).",
+        f"Findings of the study in regime `{lg.regime.name}` (not claims of the paper; they "
+        "take no gate; N7 above is F2 with the gate):",
         "",
     ]
     lines += table(HEADER, _rows(found))
+    for seed, (result, _tim) in sorted(lg.saved.items()):
+        lines += [
+            "",
+            f"F1 per run, seed {seed} (validation loss per token; a run reads later tokens "
+            f"when its causal loss exceeds the teacher-forced one by more than {LEAK_NATS:g}; "
+            "online contract: prefix logits that change when the rest of the sequence is "
+            "replaced, the author's audit constants):",
+            "",
+        ]
+        lines += table(
+            ["run", "objective", "teacher-forced", "causal", "prompt-A",
+             "causal − teacher-forced", "reads later tokens",
+             "online contract: changed (fraction), max change"],
+            _exposure_rows(result),
+        )  # fmt: skip
+    return [*lines, ""]
+
+
+def claims_section(report_dir: Path) -> list[str]:
+    """Markdown lines of the ledger of every saved regime; writes ``report_dir/claims.json``."""
+    lines = [TITLE, ""]
+    try:
+        ledgers = saved_regimes(report_dir)
+    except UserError as exc:
+        return [*lines, f"No ledger: {exc}.", ""]
+    if not ledgers:
+        return [*lines, f"No ledger: no saved study under {report_dir}.", ""]
+    write_json(report_dir / CLAIMS_FILE, {"regimes": regimes_json(ledgers)})
     lines += [
-        "",
-        f"F1 per run (nats/byte; a run reads later tokens when its causal loss exceeds the "
-        f"teacher-forced one by more than {LEAK_NATS:g}; online contract: prefix logits that "
-        "change when the rest of the sequence is replaced, the author's audit constants):",
+        "Each claim of the paper's empirical half and each newer statement of the author "
+        "(`docs/paper-claims.md`) gets an outcome per regime, computed from the saved "
+        "studies by a rule in `pyverify/claims/` (thresholds named there, fixed before the "
+        "studies' full runs; `pyverify claims` prints the same). Every rule checks, in order, "
+        "that what it needs was measured, the gate of every run it uses, its premise, and only "
+        "then the end point; where the end point cannot decide, a trend whose interval "
+        "excludes 0 may say 'trending toward' or 'trending away'. A regime of several seeds "
+        "judges each seed alone and keeps a row's outcome only where the seeds agree "
+        "('seeds disagree' otherwise); a decisive outcome needs 3 seeds. Outcomes alone: "
+        f"[{CLAIMS_FILE}]({CLAIMS_FILE}).",
         "",
     ]
-    lines += table(
-        ["run", "objective", "teacher-forced", "causal", "prompt-A", "causal − teacher-forced",
-         "reads later tokens", "online contract: changed (fraction), max change"],
-        _exposure_rows(result),
-    )  # fmt: skip
-    return [*lines, ""]
+    header, rows = regimes_table(ledgers)
+    lines += table(header, rows)
+    lines.append("")
+    for lg in ledgers:
+        lines += _regime_lines(lg)
+    return lines

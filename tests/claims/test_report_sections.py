@@ -6,7 +6,7 @@ import json
 
 from fake_study import legacy, study, timings, trending
 
-from pyverify.report.claims_section import CLAIMS_FILE, FINDINGS_TITLE, claims_section
+from pyverify.report.claims_section import CLAIMS_FILE, claims_section
 from pyverify.report.collapse_section import collapse_section
 
 
@@ -36,12 +36,19 @@ def test_sections_show_the_runs_side_by_side_the_trends_and_the_ledger(tmp_path)
     row = next(line for line in text.splitlines() if line.startswith("| G (S=64) |"))
     assert "+0.55 [+0.5, +0.6]" in row and "too few records" in row
     ledger = "\n".join(claims_section(tmp_path))
-    assert "| E1 invariance" in ledger and "| **supported** | author |" in ledger
+    # the row x regime table first: one seed cannot give a decisive outcome
+    assert "| row | bytes |" in ledger and "| E1 | inconclusive (fewer than 3 seeds) |" in ledger
+    assert "| E1 invariance" in ledger and "| author (seeds 0) |" in ledger
     assert "Premise (met)" in ledger and "paper 110M parameters" in ledger
     assert "| N7 target-exposure ablation" in ledger
-    assert FINDINGS_TITLE in ledger and "| F1 target exposure" in ledger
+    assert "Findings of the study in regime `bytes`" in ledger and "| F1 target exposure" in ledger
     saved = json.loads((tmp_path / CLAIMS_FILE).read_text())
-    assert [c["claim"] for c in saved["claims"]][:8] == [f"E{i}" for i in range(1, 9)]
+    (bytes_regime,) = saved["regimes"]
+    assert bytes_regime["name"] == "bytes" and bytes_regime["seeds"] == [0]
+    assert list(bytes_regime["rows"])[:8] == [f"E{i}" for i in range(1, 9)]
+    assert bytes_regime["gate"]["passed"]["author"] == {"0": True}
+    e1 = bytes_regime["ledger"][0]
+    assert e1["seeds"] == {"0": "supported"}  # the seed's own outcome stays visible
     first = (tmp_path / CLAIMS_FILE).read_bytes()
     claims_section(tmp_path)
     assert (tmp_path / CLAIMS_FILE).read_bytes() == first  # byte-stable
