@@ -139,9 +139,12 @@ __all__ = [
 
 AUTHOR_PEAK_LR = 1e-3
 AUTHOR_WARMUP_FRAC = 2000 / 250_000
-OBJECTIVES = ("all", "last", "prompt-A")
+OBJECTIVES = ("all", "last", "prompt-A", "prompt-A-answers")
 """Loss modes: every position (the author's), the final position only, and A from a
-prompt prefix with the loss on the rest (see the module docstring)."""
+prompt prefix with the loss on the rest (see the module docstring); ``prompt-A-answers``
+(the recall task, :mod:`pyverify.collapse.recall`): A from the first ``prompt_len``
+tokens (the kv section, which holds no answer) and the loss on the positions of a mask
+the task supplies (its answers) only."""
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,12 @@ def make_optimizer(model: PLDRDecoder, cfg: RunConfig, run: RunSpec) -> torch.op
 
 
 def objective_loss(
-    model: nn.Module, x: Tensor, y: Tensor, objective: str, prompt_len: int
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    objective: str,
+    prompt_len: int,
+    score_mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """``(loss, accuracy)`` of one batch under the run's objective.
 
@@ -132,9 +137,20 @@ def objective_loss(
     ``all``: every position of the teacher-forced window; ``last``: the final
     position only; ``prompt-A``: A (hence G) from the first ``prompt_len`` tokens,
     the loss on every token after them (positions ``prompt_len - 1 ..``, whose
-    predictions see earlier tokens only).
+    predictions see earlier tokens only); ``prompt-A-answers``: A from the first
+    ``prompt_len`` tokens, the loss on the positions where ``score_mask`` (bool
+    ``(seq,)``, all at ``prompt_len - 1`` or later) is True (the recall task's answers,
+    :meth:`~pyverify.collapse.recall.RecallTask.answer_mask`).
     """
-    if objective == "prompt-A":
+    if objective == "prompt-A-answers":
+        if score_mask is None or score_mask.shape != (x.shape[1],):
+            raise InputValueError(f"objective {objective!r} needs a bool score mask (seq,)")
+        if bool(score_mask[: prompt_len - 1].any()):
+            raise InputValueError(f"objective {objective!r}: a scored position lies in the prompt")
+        logits, _, _ = model(x, a_prefix=prompt_len)
+        idx = score_mask.nonzero().squeeze(1).to(x.device)
+        logits, y = logits[:, idx], y[:, idx]
+    elif objective == "prompt-A":
         logits, _, _ = model(x, a_prefix=prompt_len)
         logits, y = logits[:, prompt_len - 1 :], y[:, prompt_len - 1 :]
     else:
@@ -147,16 +163,22 @@ def objective_loss(
 
 
 def forward_loss(
-    net: torch.nn.Module, x: Tensor, y: Tensor, cfg: RunConfig, objective: str
+    net: torch.nn.Module,
+    x: Tensor,
+    y: Tensor,
+    cfg: RunConfig,
+    objective: str,
+    score_mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The training step's forward pass and loss (:func:`objective_loss`).
 
     Under bf16 autocast on CUDA when :attr:`RunConfig.bf16_autocast`, as the author's
-    ``dist_train_step`` runs it; as is elsewhere.
+    ``dist_train_step`` runs it; as is elsewhere. ``score_mask``: the scored positions
+    of objective ``prompt-A-answers``.
     """
     amp = cfg.bf16_autocast and x.device.type == "cuda"
     with torch.autocast("cuda", dtype=torch.bfloat16) if amp else contextlib.nullcontext():
-        return objective_loss(net, x, y, objective, cfg.prompt_len)
+        return objective_loss(net, x, y, objective, cfg.prompt_len, score_mask)
 
 
 def update(
@@ -340,10 +362,12 @@ def train_run(
         )
     show = _Progress(run.name, step, end, progress_every_s, progress) if progress else None
     last_save = time.monotonic()
+    # a recall task (pyverify.collapse.recall) supplies its answer mask; a corpus none
+    mask = corpus.answer_mask() if hasattr(corpus, "answer_mask") else None
     while step < end:
         x, y = corpus.batch(cfg.seed, step, cfg.batch, cfg.seq)  # the same on every rank
         x, y = local_rows(x, env).to(env.device), local_rows(y, env).to(env.device)
-        loss, acc = forward_loss(net, x, y, cfg, run.objective)
+        loss, acc = forward_loss(net, x, y, cfg, run.objective, mask)
         loss_val, acc_val = global_mean((float(loss.detach()), float(acc)), env)
         if not math.isfinite(loss_val):  # the same value on every rank: all stop here
             raise TrainingDivergedError(
