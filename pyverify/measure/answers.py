@@ -30,8 +30,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
-from pyverify.collapse.model import PLDRDecoder
 from pyverify.errors import InputValueError
+from pyverify.trainable.decoder import PLDRDecoder
 
 __all__ = ["MODES", "answer_logits", "answer_scores", "prompt_cache_logits"]
 

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from pyverify.collapse.config import RunConfig, RunSpec
-from pyverify.collapse.model import ModelConfig, PLDRDecoder
 from pyverify.collapse.recall import RecallTask
 from pyverify.collapse.train import objective_loss, train_run
 from pyverify.errors import InputValueError
 from pyverify.measure import as_float64
 from pyverify.measure.answers import answer_logits, answer_scores, prompt_cache_logits
 from pyverify.measure.loss import causal_val_loss
+from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 TASK = RecallTask(n_keys=8, n_values=8, n_pairs=4, n_queries=3, gap=2, n_filler=2, n_val=32)
 
