@@ -154,7 +154,7 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
         "schedules are stretched with the run), so a longer run's slope per 1,000 steps is "
         "not the same stage of training; one seed per run"
     )
-    scope = "the G order parameter of the small specimen's runs over training"
+    scope = "the G order parameter of the specimen's runs over training"
     if a is None or not a.history or not free:
         return Comparison(
             **base,

@@ -59,6 +59,8 @@ class RegimeLedger:
         One per claim, statement and finding, combined over the seeds.
     saved : dict
         The per-seed studies the rows come from.
+    base : pathlib.Path
+        The regime's folder.
     """
 
     regime: Regime
@@ -68,6 +70,7 @@ class RegimeLedger:
     against: str
     rows: list[Verdict]
     saved: Saved
+    base: Path = Path()
 
 
 def load_regime(root: Path, reg: Regime) -> Saved:
@@ -86,7 +89,7 @@ def _scope(reg: Regime, saved: Saved) -> str:
     return f"regime {reg.name}, seeds {seeds}{of}"
 
 
-def regime_ledger(reg: Regime, saved: Saved) -> RegimeLedger:
+def regime_ledger(reg: Regime, saved: Saved, base: Path = Path()) -> RegimeLedger:
     """The rows of ``reg`` from its saved studies (module docstring)."""
     per_seed = {s: build_ledger(res, tim) for s, (res, tim) in saved.items()}
     scope = _scope(reg, saved)
@@ -95,8 +98,9 @@ def regime_ledger(reg: Regime, saved: Saved) -> RegimeLedger:
         for name in res["runs"]:
             gate.setdefault(name, {})[str(s)] = run_gate(res, name).passed
     first = saved[min(saved)][0]
+    rows = combine_seeds(per_seed, scope)
     return RegimeLedger(reg, scope, scale_line(first), {n: gate[n] for n in sorted(gate)},
-                        gate_against(first), combine_seeds(per_seed, scope), saved)  # fmt: skip
+                        gate_against(first), rows, saved, base)  # fmt: skip
 
 
 def saved_regimes(root: Path) -> list[RegimeLedger]:
@@ -105,7 +109,7 @@ def saved_regimes(root: Path) -> list[RegimeLedger]:
     for reg in REGIMES.values():
         saved = load_regime(root, reg)
         if saved:
-            out.append(regime_ledger(reg, saved))
+            out.append(regime_ledger(reg, saved, root / reg.folder))
     return out
 
 

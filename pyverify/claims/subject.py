@@ -37,18 +37,34 @@ from pyverify.claims.verdict import (
 )
 
 __all__ = [
+    "RECALL_ACCURACY",
+    "RECALL_CHANCE",
+    "RECALL_GATE_MODES",
     "Gate",
     "Subject",
     "TrendCall",
     "best_ngram",
     "gate_against",
+    "is_recall",
     "outcome",
+    "recall_gate",
     "run_gate",
     "scale_line",
     "study_subject",
 ]
 
 Numbers = dict[str, float | int | str]
+
+RECALL_ACCURACY = 0.9
+"""The recall gate's bar: answer accuracy at least this (fixed before the regime's first
+full run, with chance <= :data:`RECALL_CHANCE`; the issue's example bar)."""
+RECALL_CHANCE = 0.1
+"""The recall gate's premise on the task: chance accuracy (the layout-aware guesser) at
+most this, so clearing the bar is learning the binding, not the layout."""
+RECALL_GATE_MODES = ("causal", "prompt-cache")
+"""The inferences the recall gate holds to the bar (:mod:`pyverify.measure.answers`): A
+recomputed from each prefix, and the author's cache of the prompt's A (G from the kv
+section). Both are inference-time; teacher-forced is not."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +139,27 @@ def scale_line(result: dict[str, Any]) -> str:
     steps = [r["history"][-1]["step"] for r in result["runs"].values() if r.get("history")]
     most = max(steps) if steps else s["steps"]
     tokens = most * s["batch"] * s["seq"]
+    t = s.get("recall")
+    if t:
+        task = f"{t['n_pairs']} key-value pairs, {t['n_queries']} queries"
+        what = (f"in-context recall ({task}, vocabulary {s['model']['vocab']}), up to "
+                f"{tokens / 1e6:.3g}M tokens seen")  # fmt: skip
+    else:
+        what = f"up to {tokens / 1e6:.3g}M {_token_kind(s)} tokens seen"
     return (
-        f"specimen {n / 1e6:.3g}M parameters, up to {tokens / 1e6:.3g}M byte tokens seen, "
-        f"context {s['seq']}; paper 110M parameters, about 8e9 tokens, context 1024"
+        f"specimen {n / 1e6:.3g}M parameters, {what}, context {s['seq']}, "
+        f"{most:,} steps at most; paper 110M parameters, about 8e9 tokens, context 1024"
     )
+
+
+def _token_kind(settings: dict[str, Any]) -> str:
+    c = settings.get("corpus")
+    return "byte" if c is None else "BPE" if c == "bpe" else "corpus"
+
+
+def is_recall(result: dict[str, Any]) -> bool:
+    """Whether the study trained the recall task (its gate is on answers, not on loss)."""
+    return result["baseline"].get("task") == "recall"
 
 
 def best_ngram(result: dict[str, Any]) -> tuple[int, float]:
@@ -138,12 +171,46 @@ def best_ngram(result: dict[str, Any]) -> tuple[int, float]:
 
 def gate_against(result: dict[str, Any]) -> str:
     """What the study's gate compares each run with (number-free but for the n-gram order)."""
+    if is_recall(result):
+        return (
+            f"the recall gate: answer accuracy >= {RECALL_ACCURACY:g} in each inference of "
+            f"{', '.join(RECALL_GATE_MODES)}, above the best n-gram's (order "
+            f"{result['baseline']['best_order']}) with chance <= {RECALL_CHANCE:g}"
+        )
     order, _ = best_ngram(result)
     return f"the best n-gram order ({order}), causal validation loss"
 
 
+def recall_gate(result: dict[str, Any], name: str) -> Gate:
+    """The recall task's gate of run ``name`` (:func:`gate_against`): on the answers."""
+    run, b = result["runs"].get(name), result["baseline"]
+    if run is None or not run.get("history"):
+        return Gate(False, f"{name}: no records")
+    if "diverged" in run:
+        return Gate(False, f"{name}: the run diverged")
+    if "answers" not in run:
+        return Gate(False, f"{name}: no answer accuracy saved")
+    acc = {m: run["answers"][m]["accuracy"] for m in RECALL_GATE_MODES}
+    fails = [m for m, a in acc.items() if not (a >= RECALL_ACCURACY and a > b["accuracy"])]
+    if b["chance"] > RECALL_CHANCE:
+        why = f"{name}: chance is above {RECALL_CHANCE:g}: the task does not separate"
+    elif fails:
+        why = f"{name}: answer accuracy below the bar or the n-gram in {', '.join(fails)}"
+    else:
+        why = f"{name}: answer accuracy clears the bar and the n-gram in every gated inference"
+    figures: Numbers = {f"{name} answer accuracy ({m})": a for m, a in acc.items()}
+    figures[f"best n-gram answer accuracy (order {b['best_order']})"] = b["accuracy"]
+    figures["chance (layout-aware guesser)"] = b["chance"]
+    return Gate(b["chance"] <= RECALL_CHANCE and not fails, why, figures)
+
+
 def run_gate(result: dict[str, Any], name: str) -> Gate:
-    """The gate of run ``name``: its causal validation loss below the best n-gram's."""
+    """The gate of run ``name``: its causal validation loss below the best n-gram's.
+
+    A recall study's gate is on its answers (:func:`recall_gate`).
+    """
+    if is_recall(result):
+        return recall_gate(result, name)
     run = result["runs"].get(name)
     order, best = best_ngram(result)
     if run is None or not run.get("history"):
@@ -175,7 +242,7 @@ def study_subject(result: dict[str, Any], name: str) -> Subject:
     run = result["runs"][name]
     final = {k: v for k, v in run.items() if k not in ("spec", "history", "diverged")}
     objective = (run.get("spec") or {}).get("objective", "all")
-    scope = f"run {name} of the small specimen ({scale_line(result)})"
+    scope = f"run {name} ({scale_line(result)})"
     return Subject(name, run.get("history", []), final, _dk(result), scope, True,
                    run_gate(result, name), objective)  # fmt: skip
 

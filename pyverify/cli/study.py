@@ -160,7 +160,6 @@ def _cmd_regime(args: argparse.Namespace) -> int:
     from pyverify.collapse.regimes import regime, regime_studies
     from pyverify.collapse.runner import JobFailedError, run_studies
     from pyverify.paths import repo_root
-    from pyverify.report.collapse_plots import draw_all
 
     reg = regime(args.regime)
     for opt in ("run", "preset", "small", "settings", "corpus", "steps", "batch", "check_recipe"):
@@ -174,9 +173,8 @@ def _cmd_regime(args: argparse.Namespace) -> int:
                             "collapse -o/--output")  # fmt: skip
     studies = regime_studies(base, reg)
     if args.plots_only:
-        for _cfg, d, _runs in studies:
-            for path in draw_all(d):
-                print(f"wrote {path}")
+        for path in _draw_regime(base, studies):
+            print(f"wrote {path}")
         return 0
     if os.environ.get("RANK", "0") == "0" and (args.dry_run or not args.no_estimate):
         from pyverify.collapse.regime_estimate import format_regime_estimate, regime_estimate
@@ -201,10 +199,24 @@ def _cmd_regime(args: argparse.Namespace) -> int:
     except JobFailedError as exc:
         print(f"pyverify: error: {exc}", file=sys.stderr)
         return exc.status
-    for _cfg, d, _runs in studies:
-        draw_all(d)
+    _draw_regime(base, studies)
     print(f"wrote {base} (each seed's collapse.json, timings.json and figures)")
     return 0
+
+
+def _draw_regime(base: Path, studies: list[Any]) -> list[Path]:
+    """Each seed's figures, and the regime's over seeds (when it has several)."""
+    from pyverify.collapse.merge import RESULT_FILE
+    from pyverify.output import read_json
+    from pyverify.report.collapse_plots import draw_all
+    from pyverify.report.regime_plots import draw_regime
+
+    paths: list[Path] = []
+    saved = {}
+    for cfg, d, _runs in studies:
+        paths += draw_all(d)
+        saved[cfg.seed] = read_json(d / RESULT_FILE)
+    return paths + (draw_regime(base, saved) if len(studies) > 1 else [])
 
 
 _COLLAPSE_EPILOG = """\

@@ -121,6 +121,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from pyverify.collapse.recall import RecallTask
 from pyverify.errors import InputValueError
 from pyverify.trainable.decoder import ModelConfig
 
@@ -188,6 +189,12 @@ RUNS: dict[str, RunSpec] = {
 """The named runs of the ablation study (see the module docstring)."""
 
 STUDY_RUNS = tuple(RUNS)
+"""The byte study's seven runs."""
+
+RUNS["exposure-free"] = RunSpec("exposure-free", objective="prompt-A-answers")
+"""The recall task's run without target exposure: ``author`` with A (hence G) from the kv
+section (the prompt an inference cache holds, never an answer) and the loss on the
+answers alone (:mod:`pyverify.collapse.recall`); the byte study does not train it."""
 
 FULL_MODEL = ModelConfig(
     d_model=128, num_heads=4, num_layers=2, dff=384, a_dff=96, num_reslayer=2, num_dense=2
@@ -243,6 +250,10 @@ class RunConfig:
     corpus: str | None = None
     """A tokenised corpus file (:func:`pyverify.collapse.corpus.load_corpus`); None: the
     vendored byte corpus."""
+    recall: RecallTask | None = None
+    """The in-context recall task (:mod:`pyverify.collapse.recall`) in place of a corpus;
+    None: a corpus. Its sequences fix ``seq``, ``prompt_len`` (the kv section) and the
+    vocabulary."""
 
     def run_steps(self, run: RunSpec) -> int:
         """Steps of ``run``.
@@ -292,6 +303,14 @@ class RunConfig:
             raise InputValueError("need online_prefix < online_len <= seq")
         if self.warmup_start not in (0, 1):
             raise InputValueError(f"warmup_start must be 0 or 1; got {self.warmup_start!r}")
+        if self.recall is not None:
+            t = self.recall.validate()
+            if self.corpus is not None:
+                raise InputValueError("a recall task takes no corpus; give one or the other")
+            for name, want in (("seq", t.seq), ("prompt_len", t.kv_len), ("vocab", t.vocab)):
+                got = self.model.vocab if name == "vocab" else getattr(self, name)
+                if got != want:
+                    raise InputValueError(f"{name} must be the recall task's {want}; got {got}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -310,6 +329,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "bf16_autocast": False,
     "run_factors": True,
     "corpus": None,
+    "recall": None,
 }
 """Fields added after the first full study, with the values that study used."""
 

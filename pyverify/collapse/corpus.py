@@ -31,16 +31,21 @@ import lzma
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 
+if TYPE_CHECKING:
+    from pyverify.collapse.config import RunConfig
+    from pyverify.collapse.recall import RecallTask
+
 from pyverify.data import CORPUS_FILE, vendored_file
 from pyverify.errors import InputValueError
 from pyverify.output import read_json
 
-__all__ = ["VOCAB", "Corpus", "decode", "encode", "load_corpus", "read_tokens"]
+__all__ = ["VOCAB", "Corpus", "decode", "encode", "load_corpus", "load_data", "read_tokens"]
 
 VOCAB = 256
 VAL_FRACTION = 0.1
@@ -163,3 +168,8 @@ def load_corpus(path: str | None = None) -> Corpus:
     if cut < 2 or len(raw) - cut < 2:
         raise InputValueError(f"--corpus: {path} holds {len(raw)} ids: too few to split")
     return Corpus(train=raw[:cut], val=raw[cut:], vocab=vocab)
+
+
+def load_data(cfg: RunConfig) -> Corpus | RecallTask:
+    """What run settings train on: their recall task, else their corpus (:func:`load_corpus`)."""
+    return cfg.recall if cfg.recall is not None else load_corpus(cfg.corpus)

@@ -39,10 +39,11 @@ from typing import Any
 import torch
 
 from pyverify.collapse.config import LATER_DEFAULTS, RUNS, RunConfig
-from pyverify.collapse.corpus import Corpus, load_corpus
+from pyverify.collapse.corpus import Corpus, load_data
 from pyverify.collapse.distributed import DistEnv, broadcast, check_split, start, stop
 from pyverify.collapse.inputs import INPUTS_FILE, PHASE_VAL, final_inputs, write_inputs
 from pyverify.collapse.ngram import ngram_losses
+from pyverify.collapse.recall import RecallTask, ngram_baseline
 from pyverify.collapse.train import (
     CHECKPOINT,
     INIT,
@@ -88,12 +89,29 @@ OWN_FILES = (RUN_FILE, TIMING_FILE, SETTINGS_FILE, INPUTS_FILE, CHECKPOINT, INIT
 """What a job writes (``--restart`` removes these and nothing else)."""
 
 
-def baseline(cfg: RunConfig, corpus: Corpus | None = None) -> dict[str, Any]:
+def baseline(cfg: RunConfig, corpus: Corpus | RecallTask | None = None) -> dict[str, Any]:
     """The n-gram baseline (:mod:`~pyverify.collapse.ngram`) on the validation windows.
 
     The same windows :func:`~pyverify.collapse.inputs.final_inputs` scores the model on.
+    The recall task's (:func:`~pyverify.collapse.recall.ngram_baseline`): the best
+    n-gram's accuracy on the validation answers (``accuracy``, by order in
+    ``accuracy_by_order``), its loss there (``val_loss_by_order``: nats per answer,
+    not per token), and chance.
     """
-    corpus = corpus if corpus is not None else load_corpus(cfg.corpus)
+    corpus = corpus if corpus is not None else load_data(cfg)
+    if isinstance(corpus, RecallTask):
+        b = ngram_baseline(corpus, cfg.seed, cfg.batch)
+        return {
+            "model": b["model"],
+            "task": "recall",
+            "train_sequences": b["train_sequences"],
+            "accuracy_by_order": [o["accuracy"] for o in b["by_order"]],
+            "val_loss_by_order": [o["loss"] for o in b["by_order"]],
+            "best_order": b["best_order"],
+            "accuracy": b["accuracy"],
+            "chance": corpus.chance(),
+            "uniform_chance": corpus.uniform_chance(),
+        }
     val = corpus.windows(cfg.n_val, cfg.seq + 1, phase=PHASE_VAL).numpy()
     losses = ngram_losses(corpus.train, val, cfg.ngram_max, vocab=corpus.vocab)
     best = min(range(len(losses)), key=losses.__getitem__)
@@ -103,6 +121,10 @@ def baseline(cfg: RunConfig, corpus: Corpus | None = None) -> dict[str, Any]:
         "best_order": best + 1,
         "val_loss": losses[best],
     }
+
+
+OPTIONAL_SETTINGS: dict[str, type] = {"recall": RecallTask}
+"""Settings that hold a dataclass or None (their default), read back as that class."""
 
 
 def _from_value(kind: Any, default: Any, value: Any, where: str) -> Any:
@@ -134,6 +156,8 @@ def _build(cls: Any, d: dict[str, Any], where: str) -> Any:
         if default is MISSING and f.default_factory is not MISSING:
             default = f.default_factory()
         kind = type(default) if is_dataclass(default) else None
+        if cls is RunConfig and name in OPTIONAL_SETTINGS and d[name] is not None:
+            kind = OPTIONAL_SETTINGS[name]
         kwargs[name] = _from_value(kind, default, d[name], f"{where}: {name}")
     return cls(**kwargs)
 
@@ -209,7 +233,9 @@ def _plan(cfg: RunConfig, name: str, out_dir: Path, resume: bool, restart: bool)
     return "train"
 
 
-def _final(model: Any, cfg: RunConfig, corpus: Corpus, out_dir: Path) -> tuple[dict, dict]:
+def _final(
+    model: Any, cfg: RunConfig, corpus: Corpus | RecallTask, out_dir: Path
+) -> tuple[dict, dict]:
     model = model.cpu()  # the end-of-run measurements and decoding speed: on the CPU
     fin = final_inputs(cfg, corpus)
     init64 = load_model(out_dir / INIT)
@@ -265,6 +291,9 @@ def run_job(
     env = env or DistEnv()
     if name not in RUNS:
         raise InputValueError(f"--run: unknown run {name!r} (known: {', '.join(RUNS)})")
+    if RUNS[name].objective == "prompt-A-answers" and cfg.recall is None:
+        raise InputValueError(f"--run {name}: its loss is on the recall task's answers; "
+                              "these settings have no recall task")  # fmt: skip
     if threads < 1:
         raise InputValueError(f"--threads must be >= 1; got {threads}")
     if resume and restart:
@@ -308,7 +337,7 @@ def _train_and_measure(
 ) -> dict[str, Any] | None:
     run = RUNS[name]
     steps = cfg.run_steps(run)
-    corpus = load_corpus(cfg.corpus)
+    corpus = load_data(cfg)
     timing_f = out_dir / TIMING_FILE
     earlier = 0.0  # the sessions before this one, each up to its last checkpoint
     if env.is_main:

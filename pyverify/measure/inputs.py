@@ -29,6 +29,7 @@ from torch import Tensor
 from pyverify.errors import InputValueError
 
 __all__ = [
+    "Answers",
     "FinalInputs",
     "MeasureInputs",
     "TokenSet",
@@ -97,6 +98,35 @@ def _set(d: dict[str, Any], key: str, where: str) -> TokenSet:
 
 
 @dataclass(frozen=True)
+class Answers:
+    """Where the answers of the validation sequences lie (the recall task).
+
+    Attributes
+    ----------
+    positions : tuple of int
+        Target positions (indices into ``w[1:]``) whose token is an answer.
+    prompt_len : int
+        Tokens of the prompt an inference cache holds (the kv section: no answer).
+    """
+
+    positions: tuple[int, ...]
+    prompt_len: int
+
+    def __post_init__(self) -> None:
+        if not self.positions or min(self.positions) < self.prompt_len - 1 or self.prompt_len < 1:
+            raise InputValueError("answers: need positions at or after the prompt's last token")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"positions": list(self.positions), "prompt_len": self.prompt_len}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Answers:
+        """Inverse of :meth:`to_json`."""
+        return cls(tuple(int(p) for p in d["positions"]), int(d["prompt_len"]))
+
+
+@dataclass(frozen=True)
 class MeasureInputs:
     """Inputs of one record (:func:`pyverify.measure.measure_record`).
 
@@ -120,6 +150,9 @@ class MeasureInputs:
     val : TokenSet
         Windows of ``S + 1`` tokens for the teacher-forced validation loss
         (``()``: not measured).
+    answers : Answers or None
+        Where ``val``'s answers lie (the recall task): their accuracy and loss are
+        measured in every inference mode (:mod:`pyverify.measure.answers`).
     """
 
     probes: dict[str, TokenSet]
@@ -129,6 +162,7 @@ class MeasureInputs:
     jac_probes: int
     rank_rtol: float
     val: TokenSet = ()
+    answers: Answers | None = None
 
     def __post_init__(self) -> None:
         if not self.probes:
@@ -162,6 +196,7 @@ class MeasureInputs:
             "jac_probes": self.jac_probes,
             "rank_rtol": self.rank_rtol,
             "val": token_lists(self.val),
+            **({"answers": self.answers.to_json()} if self.answers else {}),
         }
 
     @classmethod
@@ -178,6 +213,7 @@ class MeasureInputs:
                 jac_probes=int(d["jac_probes"]),
                 rank_rtol=float(d["rank_rtol"]),
                 val=token_set(d["val"]) if d.get("val") else (),
+                answers=Answers.from_json(d["answers"]) if d.get("answers") else None,
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise InputValueError(f"{where}: not measurement inputs ({exc})") from None
@@ -208,6 +244,8 @@ class FinalInputs:
         Seed of the online contract's replaced suffixes.
     a_prefix : int or None
         Prompt length of the loss with A from a prompt (None: half of each window).
+    answers : Answers or None
+        Where ``val``'s answers lie (the recall task), as :class:`MeasureInputs`'.
     """
 
     val: TokenSet
@@ -219,6 +257,7 @@ class FinalInputs:
     assessment: TokenSet
     seed: int
     a_prefix: int | None = None
+    answers: Answers | None = None
 
     def __post_init__(self) -> None:
         if self.n_new < 1:
@@ -250,6 +289,7 @@ class FinalInputs:
             "assessment": token_lists(self.assessment),
             "seed": self.seed,
             "a_prefix": self.a_prefix,
+            **({"answers": self.answers.to_json()} if self.answers else {}),
         }
 
     @classmethod
@@ -267,6 +307,7 @@ class FinalInputs:
                 assessment=_set(d, "assessment", where),
                 seed=int(d["seed"]),
                 a_prefix=None if d.get("a_prefix") is None else int(d["a_prefix"]),
+                answers=Answers.from_json(d["answers"]) if d.get("answers") else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputValueError(f"{where}: not final-measurement inputs ({exc})") from None

@@ -19,12 +19,15 @@ named for the definitions):
   ``cross_head_residual_A`` ``(L,)``; ``sigma2_over_sigma1_{A,A_LM}``,
   ``numerical_rank_{A,A_LM}``, ``floor_fraction_A_LM``, ``jacobian_top_sv``
   ``(L, H)`` (:mod:`~pyverify.measure.structure`);
-* ``mean_abs_P`` (mean ``|P|``) and ``norm_a`` (``||a||_F``) ``(L, H)``.
+* ``mean_abs_P`` (mean ``|P|``) and ``norm_a`` (``||a||_F``) ``(L, H)``;
+* ``answers`` (only with ``inputs.answers``, the recall task): per inference mode
+  the accuracy and loss on ``val``'s answers, and the exposure gaps
+  (:func:`~pyverify.measure.answers.answer_scores`).
 
 :func:`measure_final` returns ``val_loss``, ``causal_val_loss`` and
 ``prompt_A_val_loss`` (:mod:`~pyverify.measure.loss`), ``fidelity``
 (:mod:`~pyverify.measure.decoding`), ``online_contract`` and ``cache_contract``
-(:mod:`~pyverify.measure.contracts`).
+(:mod:`~pyverify.measure.contracts`), and ``answers`` as a record does.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from typing import Any
 
 import torch
 
+from pyverify.measure.answers import answer_scores
 from pyverify.measure.contracts import cache_contract, mean_operator, online_contract
 from pyverify.measure.decoding import fidelity
-from pyverify.measure.inputs import FinalInputs, MeasureInputs
+from pyverify.measure.inputs import Answers, FinalInputs, MeasureInputs
 from pyverify.measure.loss import causal_val_loss, prompt_val_loss, val_loss
 from pyverify.measure.order import eps_g, fro, order_param, pairwise_order, sample_continuations
 from pyverify.measure.structure import (
@@ -98,7 +102,15 @@ def measure_record(model64: PLDRDecoder, inputs: MeasureInputs) -> dict[str, Any
     out["row_energy_A"] = row_energy(A).tolist()
     out["commutant_residual_rho"] = commutant_residual(X["rho"].mean(dim=0)).tolist()
     out["twirl_rho"] = density_twirl(X["rho"], X["rho0"])
+    if inputs.answers is not None:
+        out["answers"] = _answers(model64, inputs.val, inputs.answers)
     return out
+
+
+def _answers(model64: PLDRDecoder, val: tuple[torch.Tensor, ...], ans: Answers) -> dict:
+    """The answers' accuracy and loss in every inference mode (one group of whole sequences)."""
+    (seqs,) = val
+    return answer_scores(model64, seqs, ans.positions, ans.prompt_len)
 
 
 @torch.no_grad()
@@ -107,7 +119,7 @@ def measure_final(
 ) -> dict[str, Any]:
     """The end-of-run measurements (module docstring); ``init64``: the step-0 model (N1)."""
     mean_G = mean_operator(model64, inputs.calibration)
-    return {
+    out = {
         "val_loss": val_loss(model64, inputs.val),
         "causal_val_loss": causal_val_loss(model64, inputs.val),
         "prompt_A_val_loss": prompt_val_loss(model64, inputs.val, inputs.a_prefix),
@@ -117,3 +129,6 @@ def measure_final(
         ),
         "cache_contract": cache_contract(model64, inputs.calibration, inputs.assessment, init64),
     }
+    if inputs.answers is not None:
+        out["answers"] = _answers(model64, inputs.val, inputs.answers)
+    return out

@@ -19,6 +19,7 @@ from pyverify.claims.verdict import FINDINGS, Verdict
 from pyverify.errors import UserError
 from pyverify.output import write_json
 from pyverify.report.markdown import num, table
+from pyverify.report.regime_plots import REGIME_FIGURES
 
 __all__ = ["CLAIMS_FILE", "claims_section"]
 
@@ -92,6 +93,9 @@ def _regime_lines(lg: RegimeLedger) -> list[str]:
         f"{'; '.join(passed) or 'none'}.",
         "",
     ]
+    figs = [f for f in REGIME_FIGURES if (lg.base / f).is_file()]
+    if figs:
+        lines += [" ".join(f"![{f}]({lg.regime.folder}/{f})" for f in figs), ""]
     lines += table(HEADER, _rows(claims))
     lines += ["", "<details><summary>rules</summary>", "", "```"]
     lines += [f"{v.claim}: {v.rule}" for v in rows]

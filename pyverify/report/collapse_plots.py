@@ -37,6 +37,7 @@ COLOURS = {
     "subcritical": "tab:blue",
     "last-only": "tab:orange",
     "prompt-A": "tab:brown",
+    "exposure-free": "tab:olive",
 }
 TINY = 1e-18  # floor for log axes (an exact 0 is drawn at this height)
 
