@@ -82,6 +82,14 @@ def exposure_finding(subjects: dict[str, Subject]) -> Verdict:
             gaps.append(causal - tf)
             parts = [f"{tf:.4g}", f"{causal:.4g}", "–" if pa is None else f"{pa:.4g}"]
             nums[f"{name} loss teacher-forced / causal / prompt-A"] = " / ".join(parts)
+        ans = f.get("answers")
+        if ans is not None:  # the recall task: the answers in each inference (display only)
+            nums[f"{name} answer accuracy teacher-forced / causal / prompt-cache"] = " / ".join(
+                f"{ans[m]['accuracy']:.4g}" for m in ("teacher-forced", "causal", "prompt-cache")
+            )
+            nums[f"{name} answer exposure gap (teacher-forced - causal, - prompt-cache)"] = (
+                f"{ans['exposure_gap']['causal']:+.4g}, {ans['exposure_gap']['prompt-cache']:+.4g}"
+            )
         o = f.get("online_contract")
         if o is not None:
             moved.append(o["changed"] > 0)

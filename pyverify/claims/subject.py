@@ -59,12 +59,15 @@ RECALL_ACCURACY = 0.9
 """The recall gate's bar: answer accuracy at least this (fixed before the regime's first
 full run, with chance <= :data:`RECALL_CHANCE`; the issue's example bar)."""
 RECALL_CHANCE = 0.1
-"""The recall gate's premise on the task: chance accuracy (the layout-aware guesser) at
-most this, so clearing the bar is learning the binding, not the layout."""
-RECALL_GATE_MODES = ("causal", "prompt-cache")
-"""The inferences the recall gate holds to the bar (:mod:`pyverify.measure.answers`): A
-recomputed from each prefix, and the author's cache of the prompt's A (G from the kv
-section). Both are inference-time; teacher-forced is not."""
+"""The recall gate's premise on the task: chance accuracy (the layout-aware guesser) and
+the best n-gram's accuracy at most this, so clearing the bar is learning the binding,
+not the layout or the counts."""
+RECALL_GATE_MODES = ("prompt-cache",)
+"""The inference the recall gate holds to the bar (:mod:`pyverify.measure.answers`): the
+author's deployed decoding, A (hence G) cached from the prompt (the kv section, which
+holds no answer), ``A=kvcache[2]``: the one inference both objectives meet without
+exposure. The causal accuracy with A recomputed from each prefix is reported beside it
+(``answers`` in every record); teacher-forced is no inference."""
 
 
 @dataclass(frozen=True)
@@ -173,9 +176,10 @@ def gate_against(result: dict[str, Any]) -> str:
     """What the study's gate compares each run with (number-free but for the n-gram order)."""
     if is_recall(result):
         return (
-            f"the recall gate: answer accuracy >= {RECALL_ACCURACY:g} in each inference of "
-            f"{', '.join(RECALL_GATE_MODES)}, above the best n-gram's (order "
-            f"{result['baseline']['best_order']}) with chance <= {RECALL_CHANCE:g}"
+            f"the recall gate: answer accuracy >= {RECALL_ACCURACY:g} in the inference "
+            f"{', '.join(RECALL_GATE_MODES)} (G cached from the prompt), above the best "
+            f"n-gram's (order {result['baseline']['best_order']}), with chance and the "
+            f"n-gram <= {RECALL_CHANCE:g}"
         )
     order, _ = best_ngram(result)
     return f"the best n-gram order ({order}), causal validation loss"
@@ -192,8 +196,8 @@ def recall_gate(result: dict[str, Any], name: str) -> Gate:
         return Gate(False, f"{name}: no answer accuracy saved")
     acc = {m: run["answers"][m]["accuracy"] for m in RECALL_GATE_MODES}
     fails = [m for m, a in acc.items() if not (a >= RECALL_ACCURACY and a > b["accuracy"])]
-    if b["chance"] > RECALL_CHANCE:
-        why = f"{name}: chance is above {RECALL_CHANCE:g}: the task does not separate"
+    if max(b["chance"], b["accuracy"]) > RECALL_CHANCE:
+        why = f"{name}: chance or the n-gram is above {RECALL_CHANCE:g}: the task does not separate"
     elif fails:
         why = f"{name}: answer accuracy below the bar or the n-gram in {', '.join(fails)}"
     else:
@@ -201,7 +205,11 @@ def recall_gate(result: dict[str, Any], name: str) -> Gate:
     figures: Numbers = {f"{name} answer accuracy ({m})": a for m, a in acc.items()}
     figures[f"best n-gram answer accuracy (order {b['best_order']})"] = b["accuracy"]
     figures["chance (layout-aware guesser)"] = b["chance"]
-    return Gate(b["chance"] <= RECALL_CHANCE and not fails, why, figures)
+    ok = max(b["chance"], b["accuracy"]) <= RECALL_CHANCE and not fails
+    causal = run["answers"].get("causal", {}).get("accuracy")
+    if causal is not None and "causal" not in RECALL_GATE_MODES:
+        figures[f"{name} answer accuracy (causal, reported)"] = causal
+    return Gate(ok, why, figures)
 
 
 def run_gate(result: dict[str, Any], name: str) -> Gate:

@@ -247,6 +247,10 @@ class RunConfig:
     """Multiply each run's steps by its :attr:`RunSpec.steps_factor` (the study's design);
     False: every run takes ``steps`` (the ``paper`` preset, whose ``author`` run is
     exactly the author's 250,000 steps)."""
+    step_factors: tuple[tuple[str, int], ...] = ()
+    """``(run name, factor)`` pairs: these settings' own step factors, in place of the
+    runs' :attr:`RunSpec.steps_factor` (a regime sized by its pilots,
+    :mod:`pyverify.collapse.recall_regime`)."""
     corpus: str | None = None
     """A tokenised corpus file (:func:`pyverify.collapse.corpus.load_corpus`); None: the
     vendored byte corpus."""
@@ -258,8 +262,12 @@ class RunConfig:
     def run_steps(self, run: RunSpec) -> int:
         """Steps of ``run``.
 
+        ``steps`` times the run's factor in :attr:`step_factors` where it has one, else
         ``steps * run.steps_factor``; ``steps`` alone when not :attr:`run_factors`.
         """
+        factors = dict(self.step_factors)
+        if run.name in factors:
+            return self.steps * factors[run.name]
         return self.steps * (run.steps_factor if self.run_factors else 1)
 
     def validate(self) -> RunConfig:
@@ -301,6 +309,9 @@ class RunConfig:
             raise InputValueError("prompt_len must be < seq (prompt-A needs tokens after it)")
         if not self.online_prefix < self.online_len <= self.seq:
             raise InputValueError("need online_prefix < online_len <= seq")
+        for name, factor in self.step_factors:
+            if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
+                raise InputValueError(f"step_factors: {name}'s factor must be an int >= 1")
         if self.warmup_start not in (0, 1):
             raise InputValueError(f"warmup_start must be 0 or 1; got {self.warmup_start!r}")
         if self.recall is not None:
@@ -321,6 +332,8 @@ class RunConfig:
         for name, default in LATER_DEFAULTS.items():
             if d[name] == default:
                 del d[name]
+        if "step_factors" in d:
+            d["step_factors"] = [list(pair) for pair in d["step_factors"]]
         return d
 
 
@@ -330,6 +343,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "run_factors": True,
     "corpus": None,
     "recall": None,
+    "step_factors": (),
 }
 """Fields added after the first full study, with the values that study used."""
 

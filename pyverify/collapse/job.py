@@ -135,7 +135,7 @@ def _from_value(kind: Any, default: Any, value: Any, where: str) -> Any:
     if isinstance(default, tuple):
         if not isinstance(value, list):
             raise InputValueError(f"{where}: expected a list, got {value!r}")
-        return tuple(value)
+        return tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return value
 
 

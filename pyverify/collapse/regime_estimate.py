@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from pyverify.collapse.config import RUNS, RunConfig
-from pyverify.collapse.corpus import load_corpus
+from pyverify.collapse.corpus import load_data
 from pyverify.collapse.estimate import duration, measure_step
 from pyverify.collapse.inputs import final_inputs, record_inputs
 from pyverify.collapse.regimes import Regime
@@ -52,7 +52,7 @@ class RegimeEstimate:
 
 def measurement_times(cfg: RunConfig) -> tuple[float, float]:
     """Seconds of one periodic record and of the end-of-run measurements, at init."""
-    corpus = load_corpus(cfg.corpus)
+    corpus = load_data(cfg)
     model = PLDRDecoder(cfg.model, seed=cfg.seed)
     m64 = as_float64(model)
     inputs = record_inputs(cfg, corpus)

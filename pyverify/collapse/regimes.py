@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyverify.collapse.config import STUDY_RUNS, RunConfig, full_config
+from pyverify.collapse.recall_regime import RECALL_RUNS, RECALL_SEEDS, recall_config
 from pyverify.errors import InputValueError
 
 __all__ = ["REGIMES", "Regime", "regime", "regime_studies", "seed_folder"]
@@ -77,6 +78,16 @@ REGIMES: dict[str, Regime] = {
         full_config,
         "byte-level next-token prediction on the vendored Python docs (the first studies' "
         "specimen): no run beats the byte n-gram, so nothing is decided there",
+    ),
+    "recall": Regime(
+        "recall",
+        "recall",
+        RECALL_RUNS,
+        RECALL_SEEDS,
+        recall_config,
+        "multi-query associative recall (16 key-value pairs, then 8 queries whose answers "
+        "are the matching values): the in-context task attention is for, where an n-gram "
+        "is at chance by construction",
     ),
 }
 """The regimes, in the ledger's order."""
