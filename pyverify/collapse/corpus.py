@@ -14,6 +14,12 @@ of token ids already produced by their tokenizer:
   model's vocabulary is ``vocab_size`` (as the author's trainer takes its size from
   the tokenizer); every id must lie in ``[0, vocab_size)``.
 
+A named corpus instead of a file: ``bpe``, the vendored text in the vendored byte-level
+BPE's 1,024 ids (:mod:`~pyverify.collapse.bpe`: train ids from the training text, val
+ids from the validation text, split at a line boundary near 90 % of the bytes and
+encoded apart; the tokenizer never saw the validation text). A ``corpus`` with no
+``/`` and no ``.`` that is not a file is read as a name; an unknown one is refused.
+
 The file is memory-mapped, never read whole. Note: the author's loss skips targets
 of id 0 (their ``[PAD]``; packed chunks hold none); this trainer scores every
 position, so a corpus whose id 0 is a real token trains differently there.
@@ -28,6 +34,7 @@ fixed inputs, the same for every measurement and both regimes.
 from __future__ import annotations
 
 import lzma
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -37,19 +44,25 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    from pyverify.collapse.config import RunConfig
-    from pyverify.collapse.recall import RecallTask
-
+from pyverify.collapse.bpe import tokenised
 from pyverify.data import CORPUS_FILE, vendored_file
 from pyverify.errors import InputValueError
 from pyverify.output import read_json
 
-__all__ = ["VOCAB", "Corpus", "decode", "encode", "load_corpus", "load_data", "read_tokens"]
+if TYPE_CHECKING:
+    from pyverify.collapse.config import RunConfig
+    from pyverify.collapse.recall import RecallTask
+
+__all__ = [
+    "NAMED_CORPORA", "VOCAB", "Corpus", "decode", "encode", "load_corpus", "load_data",
+    "read_tokens",
+]  # fmt: skip
 
 VOCAB = 256
 VAL_FRACTION = 0.1
 RAW_DTYPES = ("uint16", "uint32")
+NAMED_CORPORA = ("bpe",)
+"""Corpora named instead of given as a file (module docstring)."""
 _SCAN = 1 << 24
 """Ids checked per chunk when a corpus is validated (64 MiB of uint32)."""
 
@@ -66,7 +79,7 @@ def decode(tokens: NDArray[np.integer] | list[int]) -> str:
 
 @dataclass(frozen=True)
 class Corpus:
-    """Train and validation token arrays (uint8 bytes, or a user's ids) and the vocabulary."""
+    """Train and validation token arrays (uint8 bytes, BPE or a user's ids) and the vocabulary."""
 
     train: NDArray[np.integer]
     val: NDArray[np.integer]
@@ -155,9 +168,26 @@ def read_tokens(path: str | Path, what: str = "--corpus") -> tuple[NDArray[np.in
     return ids, vocab
 
 
+def _is_name(path: str) -> bool:
+    """``path`` reads as a corpus name: no ``/``, no ``.``, and no such file."""
+    return "/" not in path and os.sep not in path and "." not in path and not Path(path).exists()
+
+
 @lru_cache(maxsize=2)
 def load_corpus(path: str | None = None) -> Corpus:
-    """The corpus split 90/10: the vendored bytes (sha256 checked), or a user's ``path``."""
+    """The corpus split 90/10: the vendored bytes (sha256 checked), a named one, or ``path``.
+
+    A name of :data:`NAMED_CORPORA` (``bpe``: module docstring) returns its own split;
+    an unknown name raises :class:`~pyverify.errors.InputValueError` in one line.
+    """
+    if path is not None and _is_name(path):
+        if path == "bpe":
+            tk = tokenised()
+            return Corpus(train=tk.train, val=tk.val, vocab=tk.vocab)
+        raise InputValueError(
+            f"--corpus: unknown corpus name {path!r} (named corpora: "
+            f"{', '.join(NAMED_CORPORA)}; a file of ids needs its path, e.g. ./{path}.npy)"
+        )
     if path is None:
         with lzma.open(vendored_file(CORPUS_FILE), "rb") as fh:
             raw = np.frombuffer(fh.read(), dtype=np.uint8)

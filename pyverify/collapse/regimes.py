@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pyverify.collapse.config import STUDY_RUNS, RunConfig, full_config
 from pyverify.collapse.recall_regime import RECALL_RUNS, RECALL_SEEDS, recall_config
+from pyverify.collapse.text_regime import text_config
 from pyverify.errors import InputValueError
 
 __all__ = ["REGIMES", "Regime", "regime", "regime_studies", "seed_folder"]
@@ -88,6 +89,16 @@ REGIMES: dict[str, Regime] = {
         "multi-query associative recall (16 key-value pairs, then 8 queries whose answers "
         "are the matching values): the in-context task attention is for, where an n-gram "
         "is at chance by construction",
+    ),
+    "text": Regime(
+        "text",
+        "text",
+        ("author",),
+        (0,),
+        text_config,
+        "next-token prediction on the vendored Python docs in BPE ids (1,024 pieces): the "
+        "tokenised text regime, one seed of the author run, measured once against its token "
+        "n-gram",
     ),
 }
 """The regimes, in the ledger's order."""
