@@ -233,6 +233,57 @@ theorem fp_layernorm_rsqrt_step {ρ r rh ω urs : α} (hurs : 0 ≤ urs)
   have := OrderedRing.mul_le_mul_of_nonneg_left hρup hurs
   grind
 
+/-- [fp_layernorm] The statistics of a LayerNorm row: with the hypotheses of `fp_layernorm` on
+the mean, the centred values, the variance and the sum with `ε`, and `v + ε > 0`,
+`|ŵ − (v + ε)| ≤ W = (1 + u) V + u (v + ε)`. -/
+theorem fp_layernorm_stats {n : Nat} (hn : 0 < n) (x xh d : Fin n → α)
+    {eps u Δμ ev ηv μh vh wh Q V W : α} (ch D : Fin n → α)
+    (hu : 0 ≤ u) (hev : 0 ≤ ev)
+    (hd : ∀ i, absv (xh i - x i) ≤ d i)
+    (hμ : absv (μh - rowMean x) ≤ Δμ)
+    (hc : ∀ i, absv (ch i - (xh i - μh)) ≤ u * absv (xh i - μh))
+    (hv : absv (vh - finSum (fun i => ch i * ch i) * (n : α)⁻¹) ≤
+      ev * (finSum (fun i => ch i * ch i) * (n : α)⁻¹) + ηv)
+    (hw : absv (wh - (vh + eps)) ≤ u * absv (vh + eps))
+    (hw0 : 0 < rowVar x + eps)
+    (hD : ∀ i, D i = (1 + u) * (d i + Δμ) + u * absv (x i - rowMean x))
+    (hQ : Q = finSum (fun i => D i * (2 * absv (x i - rowMean x) + D i)) * (n : α)⁻¹)
+    (hV : V = (1 + ev) * Q + ev * rowVar x + ηv)
+    (hW : W = (1 + u) * V + u * (rowVar x + eps)) :
+    absv (wh - (rowVar x + eps)) ≤ W := by
+  generalize hμd : rowMean x = μ at *
+  have hvdef : rowVar x = finSum (fun i => (x i - μ) * (x i - μ)) * (n : α)⁻¹ := by
+    unfold rowVar; rw [hμd]
+  generalize hvd : rowVar x = v at *
+  have hnpos : (0 : α) < (n : α) := by
+    have := natCast_ne_zero_of_pos (α := α) hn
+    have := OrderedRing.natCast_nonneg (R := α) (a := n); grind
+  have hni := inv_pos_of_pos hnpos
+  have hcD : ∀ i, absv (ch i - (x i - μ)) ≤ D i := fun i => by
+    rw [hD i]; exact fp_layernorm_centred hu (hd i) hμ (hc i)
+  have hD0 : ∀ i, 0 ≤ D i := fun i => Std.le_trans (absv_nonneg _) (hcD i)
+  have hq : absv (finSum (fun i => ch i * ch i) * (n : α)⁻¹ - v) ≤ Q := by
+    rw [hvdef, hQ]
+    have e : finSum (fun i => ch i * ch i) * (n : α)⁻¹ -
+        finSum (fun i => (x i - μ) * (x i - μ)) * (n : α)⁻¹ =
+        finSum (fun i => ch i * ch i - (x i - μ) * (x i - μ)) * (n : α)⁻¹ := by
+      rw [finSum_sub]; grind
+    rw [e, absv_mul, absv_of_nonneg' (Std.le_of_lt hni)]
+    apply OrderedRing.mul_le_mul_of_nonneg_right _ (Std.le_of_lt hni)
+    refine Std.le_trans (absv_finSum_le _) (finSum_le_finSum fun i => ?_)
+    have h1 := absv_mul_sub_mul_le_abs (x i - μ) (ch i) (x i - μ) (ch i)
+    have h2 := absv_le_of_absv_sub_le (hcD i)
+    have h3 : absv (ch i - (x i - μ)) * absv (ch i) ≤ D i * (absv (x i - μ) + D i) :=
+      FP.mul_le_mul_of_le_of_le (hcD i) h2 (hD0 i) (absv_nonneg _)
+    have h4 : absv (x i - μ) * absv (ch i - (x i - μ)) ≤ absv (x i - μ) * D i :=
+      OrderedRing.mul_le_mul_of_nonneg_left (hcD i) (absv_nonneg _)
+    grind
+  have hVb : absv (vh - v) ≤ V := by
+    rw [hV]; exact fp_layernorm_var_step hev hq hv
+  rw [hW]
+  have h := fp_round_add_le (s := v) (s' := vh) (b := eps) hu hVb hw
+  rw [absv_of_nonneg' (Std.le_of_lt hw0)] at h; exact h
+
 /-- [fp_layernorm] A LayerNorm row in floating point (two-pass statistics, Higham,
 *Accuracy and Stability of Numerical Algorithms*, §1.9; the forward error composed stage
 by stage as in Higham §3.3): the computed `ŷ_i = fl(fl(fl(ĉ_i r̂) γ_i) + β_i)` on an input
@@ -272,47 +323,16 @@ theorem fp_layernorm {n : Nat} (hn : 0 < n) (x xh d γ β : Fin n → α)
     (i : Fin n) :
     absv (yh i - (γ i * ((x i - rowMean x) * r) + β i)) ≤
       (1 + u) * S i + u * absv (γ i * ((x i - rowMean x) * r) + β i) := by
-  generalize hμd : rowMean x = μ at *
-  have hvdef : rowVar x = finSum (fun i => (x i - μ) * (x i - μ)) * (n : α)⁻¹ := by
-    unfold rowVar; rw [hμd]
-  generalize hvd : rowVar x = v at *
-  have hnpos : (0 : α) < (n : α) := by
-    have := natCast_ne_zero_of_pos (α := α) hn
-    have := OrderedRing.natCast_nonneg (R := α) (a := n); grind
-  have hni := inv_pos_of_pos hnpos
-  -- 1. |ĉ − c| ≤ D
-  have hcD : ∀ i, absv (ch i - (x i - μ)) ≤ D i := fun i => by
-    rw [hD i]; exact fp_layernorm_centred hu (hd i) hμ (hc i)
-  have hD0 : ∀ i, 0 ≤ D i := fun i => Std.le_trans (absv_nonneg _) (hcD i)
-  -- 2. the variance
-  have hq : absv (finSum (fun i => ch i * ch i) * (n : α)⁻¹ - v) ≤ Q := by
-    rw [hvdef, hQ]
-    have e : finSum (fun i => ch i * ch i) * (n : α)⁻¹ -
-        finSum (fun i => (x i - μ) * (x i - μ)) * (n : α)⁻¹ =
-        finSum (fun i => ch i * ch i - (x i - μ) * (x i - μ)) * (n : α)⁻¹ := by
-      rw [finSum_sub]; grind
-    rw [e, absv_mul, absv_of_nonneg' (Std.le_of_lt hni)]
-    apply OrderedRing.mul_le_mul_of_nonneg_right _ (Std.le_of_lt hni)
-    refine Std.le_trans (absv_finSum_le _) (finSum_le_finSum fun i => ?_)
-    have h1 := absv_mul_sub_mul_le_abs (x i - μ) (ch i) (x i - μ) (ch i)
-    have h2 := absv_le_of_absv_sub_le (hcD i)
-    have h3 : absv (ch i - (x i - μ)) * absv (ch i) ≤ D i * (absv (x i - μ) + D i) :=
-      FP.mul_le_mul_of_le_of_le (hcD i) h2 (hD0 i) (absv_nonneg _)
-    have h4 : absv (x i - μ) * absv (ch i - (x i - μ)) ≤ absv (x i - μ) * D i :=
-      OrderedRing.mul_le_mul_of_nonneg_left (hcD i) (absv_nonneg _)
-    grind
-  have hVb : absv (vh - v) ≤ V := by
-    rw [hV]; exact fp_layernorm_var_step hev hq hv
-  -- 3. the sum with ε
-  have hw0 : 0 < v + eps := by
+  have hw0 : 0 < rowVar x + eps := by
     apply Classical.byContradiction; intro hne
     have hrr := mul_self_nonneg' r
-    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : v + eps ≤ 0) hrr
+    have := OrderedRing.mul_le_mul_of_nonneg_left (by grind : rowVar x + eps ≤ 0) hrr
     grind
-  have hWb : absv (wh - (v + eps)) ≤ W := by
-    rw [hW]
-    have h := fp_round_add_le (s := v) (s' := vh) (b := eps) hu hVb hw
-    rw [absv_of_nonneg' (Std.le_of_lt hw0)] at h; exact h
+  have hWb := fp_layernorm_stats hn x xh d ch D hu hev hd hμ hc hv hw hw0 hD hQ hV hW
+  generalize hμd : rowMean x = μ at *
+  generalize hvd : rowVar x = v at *
+  have hcD : ∀ i, absv (ch i - (x i - μ)) ≤ D i := fun i => by
+    rw [hD i]; exact fp_layernorm_centred hu (hd i) hμ (hc i)
   -- 4. the reciprocal square roots
   have hρr := absv_rsqrt_sub_le hr0 hr hρ0 hρ hWb hWlt
   rw [← hω] at hρr
