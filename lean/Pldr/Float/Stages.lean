@@ -3,6 +3,7 @@ module
 public import Pldr.Float.LayerNorm
 public import Pldr.Float.Head
 public import Pldr.HadamardPower
+public import Pldr.PrefixPipeline
 
 /-!
 # Floating-point SwiGLU blocks and power laws  (`[fp_swiglu]`, `[fp_power_law]`)
@@ -32,6 +33,8 @@ bound on a computed quantity given the previous stage's error bound as an input.
   positive base (`|â − a| ≤ ρ a`, `ρ < 1`) with a power routine of accuracy `u_pow`
   (absolute error `η_pow`): `|π̂ − a^P| ≤ ((1 + u_pow)(1 − ρ)^{−|P|} − 1) a^P + η_pow`;
   `_hpow`: the matrix form.
+
+`silu` is `Pldr.silu` of `Pldr.PrefixPipeline` (`z σ(z)`).
 
 Abstracted: `exp` is an `ExpMap` and the library exponential's accuracy an interface
 parameter; silu's Lipschitz constant `L` is a hypothesis (a fact of the real function,
@@ -87,9 +90,6 @@ theorem fp_linear_propagated {n f : Nat} (x xh d : Fin n → α) (W : Fin n → 
   rw [e1, e2] at h; exact h
 
 /-! ### Sigmoid and silu -/
-
-/-- `silu z = z σ(z)`. -/
-@[expose] def silu (E : ExpMap α) (z : α) : α := z * sigmoid E z
 
 /-- [fp_swiglu] A computed sigmoid `σ̂ = fl(1 / fl(1 + ê))`: the exponential of `−z` with
 relative accuracy `u_exp` and absolute error `η_e`, the sum rounded at `u`, the quotient
