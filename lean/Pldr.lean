@@ -31,6 +31,11 @@ public import Pldr.Float.Model
 public import Pldr.Float.Sum
 public import Pldr.Float.Softmax
 public import Pldr.Float.Head
+public import Pldr.Float.Ieee
+public import Pldr.Float.Ftz
+public import Pldr.Float.LayerNorm
+public import Pldr.Float.Stages
+public import Pldr.Float.Decoder
 
 /-!
 # Pldr: the PLGA theorem library

@@ -36,6 +36,13 @@ SUMMARIES: dict[str, str] = {
     "fp_head_scores": "Computed scores Q G K^T / sqrt(dk) are bounded, the metric error an input.",
     "fp_head_output": "Computed attention outputs (fused or normalise-first) are bounded.",
     "fp_elementwise": "An entrywise stage on a perturbed input: (1 + r) L d + r |f| + eta.",
+    "fp_ieee_rounding": "IEEE round-to-nearest-even: u|x| + eta; exact sums need no eta.",
+    "fp_flush_to_zero": "Flush-to-zero sums in any order: gamma_{n-1} sum|f| + (n-1) 2^emin terms.",
+    "fp_layernorm": "A computed LayerNorm row on a perturbed input is within the proved bound.",
+    "fp_swiglu": "A computed SwiGLU block (matmuls, sigmoid via exp, product) is bounded.",
+    "fp_power_law": "A^P on a base off by rho a: ((1 + u_pow)(1 - rho)^-|P| - 1) A^P + eta.",
+    "fp_decoder_step": "Stage bounds compose along a decoder step into a bound on its logits.",
+    "fp_cached_decode": "A cached decode and the uncached pass differ by at most B_c + B_u.",
     # Not in the upstream spec (issue 30): a bound of the claims ledger's measurement, not of a
     # PLGA stage (see SUITE_IDS).
     "order_parameter_rms_bound": "The pairwise order parameter's RMS form is at most 2.",
