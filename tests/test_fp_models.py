@@ -64,6 +64,8 @@ def test_softmax_exp_factor_and_the_output_bound():
     ("fn", "match"),
     [
         (lambda: fb.fp_summation(1.0, 2**25, U32), "n u >= 1"),
+        (lambda: fm._gm(2**24, U32), "n u >= 1"),  # scores_bound's gamma: checked too
+        (lambda: gamma(2**24, U32), "n u >= 1"),
         (lambda: fb.fp_softmax_exp_factor(0.9, 1e7, U32, 0.0), "reaches 1"),
         (lambda: fb.fp_head_output(1.0, 2.1, 4, U32, 0.0, 0.0, 1.0), "reaches 1"),
         (

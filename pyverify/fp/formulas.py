@@ -61,10 +61,7 @@ EVAL_SLACK = 1.0 + 1e-12
 
 def _g(n, u: float):
     """``gamma_n(u)`` (``n`` an int or an array of them), defined for ``n u < 1``."""
-    nu = np.asarray(n, dtype=np.float64) * u
-    if np.any(nu >= 1.0):
-        raise ValueError(f"gamma_n({u:g}) is undefined: n u >= 1 (n up to {np.max(n)})")
-    g = gamma(np.asarray(n, dtype=np.float64), u)
+    g = gamma(np.asarray(n, dtype=np.float64), u)  # refuses n u >= 1
     return float(g) if np.ndim(g) == 0 else g
 
 

@@ -156,6 +156,7 @@ REFERENCE_ARITHMETIC = arithmetic("reference", "float64")
 
 
 def _gm(n: int, u: float) -> float:
+    """``gamma_n(u)``, 0 for ``n <= 0``; refuses ``n u >= 1`` (``precision.gamma``)."""
     return gamma(n, u) if n > 0 else 0.0
 
 
