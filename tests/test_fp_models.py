@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from pyverify.fp import attention as fa
 from pyverify.fp import formulas as fb
 from pyverify.fp import models as fm
 from pyverify.precision import UNIT_ROUNDOFF, gamma
@@ -79,11 +80,11 @@ def test_softmax_exp_factor_and_the_output_bound():
             "reaches 0",
         ),
         (
-            lambda: fm.attention_bound(
+            lambda: fa.attention_bound(
                 fm.arithmetic("kernels", "float32"),
                 np.ones((1, 2)),
                 np.ones((600, 2)),
-                np.ones((600, 1)),
+                np.ones((600, 2)),  # head sizes agree: the fused kernel, one block of 512
             ),
             "keys",
         ),
@@ -103,8 +104,14 @@ def test_arithmetic_of_each_implementation():
     assert fm.arithmetic("someone", "float64").exp == "sleef"  # others: the kernels' premises
 
 
-def test_attention_bound_holds_for_torch_sdpa_at_every_dtype():
-    """The bound of SDPA on plain ``Q`` against mpmath, per dtype (one fixed case each)."""
+@pytest.mark.parametrize("backend", ["flash", "math"])
+def test_attention_bound_holds_for_torch_sdpa_at_every_dtype(backend):
+    """The bound of SDPA on plain ``Q`` against mpmath, per dtype and pinned backend.
+
+    4-D inputs with equal head sizes run the fused kernel; 2-D inputs run MATH (torch's
+    fused kernels take 4-D only): each pinned, so the bound of the backend that runs is
+    the one checked (a torch that picked another would raise here).
+    """
     rng = np.random.default_rng(3)
     q, k, v = (rng.normal(size=(12, 8)) for _ in range(3))
     ctx = mpmath.MPContext()
@@ -112,7 +119,11 @@ def test_attention_bound_holds_for_torch_sdpa_at_every_dtype():
     for dt in ("float64", "float32", "bfloat16", "float16"):
         tdt = getattr(torch, dt)
         qh, kh, vh = (torch.tensor(x).to(tdt) for x in (q, k, v))
-        got = torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
+        shape = (1, 1, 12, 8) if backend == "flash" else (12, 8)
+        with fa.pinned(backend):
+            got = torch.nn.functional.scaled_dot_product_attention(
+                qh.reshape(shape), kh.reshape(shape), vh.reshape(shape), is_causal=True
+            ).reshape(12, 8)
         qn, kn, vn = (t.double().numpy() for t in (qh, kh, vh))
         E = [[ctx.fsum(ctx.mpf(a) * ctx.mpf(b) for a, b in zip(qi, kj, strict=True))
               / ctx.sqrt(8) for kj in kn] for qi in qn]  # fmt: skip
@@ -122,10 +133,22 @@ def test_attention_bound_holds_for_torch_sdpa_at_every_dtype():
             s = ctx.fsum(w)
             out[i] = [float(ctx.fsum(wj * ctx.mpf(vn[j, c]) for j, wj in enumerate(w)) / s)
                       for c in range(vn.shape[1])]  # fmt: skip
-        bound = fm.attention_bound(fm.arithmetic("kernels", dt), qn, kn, vn, None,
-                                   path="sdpa_plain")  # fmt: skip
+        bound = fa.attention_bound(fm.arithmetic("kernels", dt), qn, kn, vn, None,
+                                   path="sdpa_plain", backend=backend)  # fmt: skip
         err = np.abs(got.double().numpy() - out)
         assert np.all(err <= bound + 2 * U64 * np.abs(out)), (dt, float((err / bound).max()))
+
+
+def test_pinning_refuses_a_backend_torch_cannot_run():
+    """The pin is an assertion: the fused kernel cannot take 2-D inputs or unequal heads."""
+    q = torch.zeros(1, 1, 4, 8)
+    for bad in (torch.zeros(4, 8), torch.zeros(1, 1, 4, 6)):
+        with fa.pinned("flash"), pytest.raises(RuntimeError, match="No available kernel"):
+            qq = q if bad.dim() == 4 else bad
+            torch.nn.functional.scaled_dot_product_attention(qq, qq, bad)
+    assert fa.sdpa_backend("sdpa_split", 8, 8) == "math"  # [hi, lo]: head size 2 dk
+    assert fa.sdpa_backend("sdpa_split", 4, 8) == "flash"
+    assert fa.sdpa_backend("sdpa", 8, 6) == "math"
 
 
 # --------------------------------------------------------------------------- exponentials

@@ -43,10 +43,14 @@ def per_slice(fn, *arrays):  # type: ignore[no-untyped-def]
 
 def stage_bound(stage: str, fn) -> Proved:  # type: ignore[no-untyped-def]
     """The stage's proved bound from ``fn()``, or the premise that failed (no bound)."""
+    from pyverify.fp.underflow import BoundRefused
+
     try:
         return Proved(fn(), PROVED_IDS[stage])
     except ValueError as exc:  # a theorem's premise does not hold for these inputs
         return Proved(None, PROVED_IDS[stage], f"no proved bound: {exc}")
+    except BoundRefused as exc:  # the device's premises: refused by name
+        return Proved(None, PROVED_IDS[stage], f"refused: {exc}")
 
 
 def pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict[str, Proved]:  # type: ignore[no-untyped-def]
@@ -105,8 +109,9 @@ def head_bounds(ar, q, k, v, G_used, G_exact, path_scores, path_out, ref_scores=
     Both against exact arithmetic with ``G_exact`` on the same inputs (the reference's
     scores only when ``ref_scores``).
     """
+    from pyverify.fp.attention import attention_bound
     from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
-    from pyverify.fp.models import attention_bound, scores_bound
+    from pyverify.fp.models import scores_bound
 
     def sc(b, h, qs, ks, g_used, g_ex):
         dG = np.abs(g_used - g_ex)
