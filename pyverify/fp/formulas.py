@@ -39,8 +39,11 @@ __all__ = [
 
 #: Half the smallest subnormal spacing of each format: the absolute error of one rounding
 #: whose exact result lies below the normal range (the ``eta`` of the Lean statements).
+#: float64's, ``2^-1075``, is not a float64 number (``2.0**-1075`` rounds to 0): its upper
+#: neighbour ``2^-1074`` stands in (a larger ``eta`` keeps every bound true, and its
+#: factor 2 absorbs the rounding of a bound evaluated down there).
 UNDERFLOW: dict[str, float] = {
-    "float64": 2.0**-1075,
+    "float64": 2.0**-1074,
     "float32": 2.0**-150,
     "bfloat16": 2.0**-134,
     "float16": 2.0**-25,
