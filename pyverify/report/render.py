@@ -10,6 +10,7 @@ from pyverify.report.markdown import num as _g
 from pyverify.report.markdown import sci as _e
 from pyverify.report.markdown import table as _table
 from pyverify.report.markdown import verdict as _verdict
+from pyverify.report.tightness import tightness_lines
 
 __all__ = ["render_index"]
 
@@ -185,7 +186,8 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
     header = ["dtype", "path", "stage", "cases", "max rel. error", "median", "its tolerance"]
     more = ["worst error/tol.", "proved bound", "worst measured/proved", "result"]
     lines += _table([*header, *more], rows)
-    lines += ["", "<details><summary>every comparison</summary>", ""]
+    lines += ["", *tightness_lines(cc["summary"], _table)]
+    lines += ["<details><summary>every comparison</summary>", ""]
     full = []
     for r in cc["rows"]:
         shape = "x".join(map(str, r["shape"]))
