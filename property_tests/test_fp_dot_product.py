@@ -19,7 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyverify.conformance.subject import not_applicable
-from pyverify.fp.formulas import UNDERFLOW, fp_dot_product
+from pyverify.fp.formulas import (
+    SMALLEST_NORMAL,
+    UNDERFLOW,
+    fp_dot_product,
+    fp_flush_to_zero_dot_product,
+)
 from pyverify.fp.underflow import FlushToZero
 from pyverify.testing.fp import arith, exact_product, worst_excess
 from pyverify.testing.impls import ALL, impl_ids
@@ -74,9 +79,10 @@ def test_the_eta_term_is_what_covers_an_underflowing_product(impl):
                                   ("float64", "float32")], ids=impl_ids)  # fmt: skip
 def test_flush_to_zero_is_refused_where_it_would_break_the_bound(impl):
     """Under ``torch.set_flush_denormal(True)`` (this thread's FTZ and DAZ: NumPy's float64
-    too) the same products are flushed to 0, outside the gradual-underflow bound, and the
-    bound refuses with one line naming the device, the dtype and the mode (no
-    flush-to-zero bound is proved yet). Mode restored after."""
+    too) the same products are flushed to 0, outside the gradual-underflow bound: the
+    gradual arithmetic refuses with one line naming the device, the dtype and the mode,
+    and the flush-to-zero bound (``Pldr.fp_flush_to_zero_dot_product``, ``rho = 2^emin``
+    per product and per partial sum) holds. Mode restored after."""
     q = _underflowing_column(impl)
     ar = arith(impl)
     bound = fp_dot_product(np.abs(q).T @ np.abs(q), 2, ar.u_c, 2 * UNDERFLOW[ar.compute])
@@ -91,3 +97,6 @@ def test_flush_to_zero_is_refused_where_it_would_break_the_bound(impl):
         torch.set_flush_denormal(False)
     assert worst_excess(got, exact, bound) > 1.0  # what a gradual bound would have judged
     assert ar.device in str(refused.value) and "refused" in str(refused.value)
+    rho = SMALLEST_NORMAL[ar.compute]
+    ftz = fp_flush_to_zero_dot_product(np.abs(q).T @ np.abs(q), 2, ar.u_c, rho, rho)
+    assert worst_excess(got, exact, ftz) <= 1.0

@@ -219,3 +219,14 @@ def test_library_exponentials_within_their_declared_accuracy():
     got32 = torch.exp(torch.tensor(x32)).double().numpy()
     exact32 = np.exp(x32.astype(np.float64))
     assert np.all(np.abs(got32 - exact32) <= (fm.LIB_ACCURACY["float32"] + U64) * exact32)
+
+
+def test_flush_to_zero_formulas():
+    """``fp_flush_to_zero``: gradual bound plus ``(1 + gamma_{n-1})`` times the flushes."""
+    u, rho = 2.0**-10, 2.0**-20
+    assert fb.fp_flush_to_zero(4.0, 3, u, rho) == pytest.approx(
+        fb.fp_summation(4.0, 3, u) + (1 + gamma(2, u)) * 2 * rho, rel=1e-15
+    )
+    assert fb.fp_flush_to_zero(4.0, 1, u, rho) == 0.0  # one term: nothing rounded
+    d = fb.fp_flush_to_zero_dot_product(5.0, 3, u, rho, 2 * rho)
+    assert d == pytest.approx(5.0 * gamma(3, u) + (1 + gamma(2, u)) * (3 * rho + 4 * rho))

@@ -25,6 +25,8 @@ __all__ = [
     "UNDERFLOW",
     "fp_dot_product",
     "fp_elementwise",
+    "fp_flush_to_zero",
+    "fp_flush_to_zero_dot_product",
     "fp_head_output",
     "fp_head_output_normalized",
     "fp_head_scores",
@@ -98,6 +100,30 @@ def fp_dot_product(abs_prod_sum, n: int, u: float, eta_sum=0.0):
     return _g(n, u) * np.asarray(abs_prod_sum, dtype=np.float64) + (
         1 + _g(_pred(n), u)
     ) * np.asarray(eta_sum, dtype=np.float64)
+
+
+def fp_flush_to_zero(abs_sum, n: int, u: float, rho: float):
+    """``[fp_flush_to_zero]`` ``Pldr.fp_flush_to_zero``: any order, partial sums flushed.
+
+    ``n`` terms, every partial sum below the normal range flushed (``rho = 2^emin`` per
+    node): ``|s^ - sum f| <= gamma_{n-1} sum |f| + (1 + gamma_{n-1})(n - 1) rho``. The theorem and
+    its ID are on the Lean engineer's branch ``lean-ieee`` (``lean/Pldr/Float/Ftz.lean``),
+    not yet in this tree's ID list.
+    """
+    g = _g(_pred(n), u)
+    return g * np.asarray(abs_sum, dtype=np.float64) + (1 + g) * _pred(n) * rho
+
+
+def fp_flush_to_zero_dot_product(abs_prod_sum, n: int, u: float, rho_p: float, rho: float):
+    """``[fp_flush_to_zero]`` ``Pldr.fp_flush_to_zero_dot_product`` (and ``_matmul``, entrywise).
+
+    Products rounded with relative ``u`` and absolute ``rho_p`` (flushed), any order with
+    ``rho`` per node: ``gamma_n sum |a_i||b_i| + (1 + gamma_{n-1})(n rho_p + (n - 1) rho)``
+    (branch ``lean-ieee``, as :func:`fp_flush_to_zero`).
+    """
+    return _g(n, u) * np.asarray(abs_prod_sum, dtype=np.float64) + (1 + _g(_pred(n), u)) * (
+        n * rho_p + _pred(n) * rho
+    )
 
 
 def fp_matmul(abs_a, abs_b, u: float, eta: float = 0.0):
