@@ -85,7 +85,8 @@ def test_flush_to_zero_is_refused_where_it_would_break_the_bound(impl):
     per product and per partial sum) holds. Mode restored after."""
     q = _underflowing_column(impl)
     ar = arith(impl)
-    bound = fp_dot_product(np.abs(q).T @ np.abs(q), 2, ar.u_c, 2 * UNDERFLOW[ar.compute])
+    n = q.shape[0]  # the products summed
+    bound = fp_dot_product(np.abs(q).T @ np.abs(q), n, ar.u_c, n * UNDERFLOW[ar.compute])
     exact = exact_product(q.T, q)
     if not torch.set_flush_denormal(True):
         not_applicable("no flush-to-zero mode on this CPU")

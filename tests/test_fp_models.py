@@ -42,7 +42,7 @@ def test_summation_and_dot_product_formulas():
         fb.fp_dot_product(5.0, 3, u, 1e-30), rel=1e-15
     )
     m = fb.fp_mixed_precision(1.0, 4, u, u_a=2.0**-8, u_b=2.0**-8, u_out=2.0**-8)
-    assert m == (1 + 2.0**-8) ** 3 * (1 + gamma(4, u)) - 1
+    assert m == pytest.approx((1 + 2.0**-8) ** 3 * (1 + gamma(4, u)) - 1, rel=1e-12)
     np.testing.assert_array_equal(
         fb.fp_matmul(np.ones((2, 3)), np.ones((3, 1)), u), np.full((2, 1), 3 * gamma(3, u))
     )
@@ -52,11 +52,13 @@ def test_softmax_exp_factor_and_the_output_bound():
     ce = fb.fp_softmax_exp_factor(0.01, 100.0, U32, 1e-6)
     assert ce == (1 + 1e-6) / (1 - (0.01 + U32 * 100.0))
     # no error anywhere: a zero bound
-    assert fb.fp_head_output(1.0, 1.0, 1, 0.0, 0.0, 0.0, 1.0) == 0.0
-    assert fb.fp_softmax(0.5, 1.0, 1, 0.0, 0.0, 1.0) == 0.0
+    assert fb.fp_softmax_exp_excess(0.01, 100.0, U32, 1e-6) == pytest.approx(ce - 1, rel=1e-9)
+    # no error anywhere (c_e - 1 = 0): a zero bound
+    assert fb.fp_head_output(1.0, 0.0, 1, 0.0, 0.0, 0.0, 1.0) == 0.0
+    assert fb.fp_softmax(0.5, 0.0, 1, 0.0, 0.0, 1.0) == 0.0
     # with exp error only: (a + beta) mu / (1 - beta), a = beta = c_e - 1
     c = 1 + 1e-3
-    assert fb.fp_head_output(2.0, c, 1, 0.0, 0.0, 0.0, 1.0) == pytest.approx(
+    assert fb.fp_head_output(2.0, c - 1, 1, 0.0, 0.0, 0.0, 1.0) == pytest.approx(
         2 * (c - 1) * 2.0 / (1 - (c - 1)), rel=1e-14
     )
 
@@ -68,7 +70,7 @@ def test_softmax_exp_factor_and_the_output_bound():
         (lambda: fm._gm(2**24, U32), "n u >= 1"),  # scores_bound's gamma: checked too
         (lambda: gamma(2**24, U32), "n u >= 1"),
         (lambda: fb.fp_softmax_exp_factor(0.9, 1e7, U32, 0.0), "reaches 1"),
-        (lambda: fb.fp_head_output(1.0, 2.1, 4, U32, 0.0, 0.0, 1.0), "reaches 1"),
+        (lambda: fb.fp_head_output(1.0, 1.1, 4, U32, 0.0, 0.0, 1.0), "reaches 1"),
         (
             lambda: fm.power_stage_bound(
                 fm.arithmetic("kernels", "float32"),
@@ -219,6 +221,17 @@ def test_library_exponentials_within_their_declared_accuracy():
     got32 = torch.exp(torch.tensor(x32)).double().numpy()
     exact32 = np.exp(x32.astype(np.float64))
     assert np.all(np.abs(got32 - exact32) <= (fm.LIB_ACCURACY["float32"] + U64) * exact32)
+
+
+def test_coefficients_without_cancellation():
+    """``prod1m``: ``(1 + u)(1 + u) - 1`` at float64's ``u`` is ``2u + u^2``, not the 0 that
+    ``1 + 2^-53 == 1`` would give; the bounds' coefficients are formed this way."""
+    u = 2.0**-53
+    assert (1 + u) * (1 + u) - 1 == 0.0  # the cancellation this avoids
+    assert fb.prod1m(u, u) == pytest.approx(2 * u + u * u, rel=1e-15)
+    assert fb.inv1m(u) == pytest.approx(u / (1 - u), rel=1e-15)
+    assert fb.fp_mixed_precision(1.0, 1, u, u_out=u) == pytest.approx(2 * u, rel=1e-12)
+    assert fb.EVAL_SLACK - 1 == pytest.approx(gamma(fb.EVAL_OPS, u), rel=1e-12)
 
 
 def test_flush_to_zero_formulas():

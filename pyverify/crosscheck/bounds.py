@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pyverify.crosscheck.compare import Proved
-from pyverify.precision import UNIT_ROUNDOFF
+from pyverify.precision import UNIT_ROUNDOFF, gamma
+from pyverify.tolerance import MPMATH_DPS
 
 __all__ = [
     "MP_REL",
@@ -28,8 +29,9 @@ PROVED_IDS = {
 }
 #: Why the metric learner's output has no proved bound.
 NO_BOUND_A = "no proved bound: the learner's LayerNorm (Welford moments) is outside the model"
-#: The mpmath oracle's own relative error at MPMATH_DPS digits (<< float64's rounding).
-MP_REL = 1e-30
+#: ``[fp_summation]`` The mpmath oracle's own relative error: at most ``2^20`` roundings on
+#: a path, each at ``10^-MPMATH_DPS`` (``gamma_k`` of mpmath's precision; << float64's).
+MP_REL = gamma(2**20, 10.0**-MPMATH_DPS)
 U64 = UNIT_ROUNDOFF["float64"]
 
 
@@ -70,7 +72,11 @@ def pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict[
         power_stage_bound,
     )
 
-    def slack(x):  # the exact input is within u64 |x| of a float64-rounded mpmath value
+    def slack(x):
+        """``[fp_elementwise]`` (``L = 1``): the float64 rounding of mpmath's value.
+
+        The exact input is within ``2 u64 |x|`` of it (its rounding, mpmath's own error).
+        """
         return 2 * U64 * np.abs(x) if exact_is_mp else 0.0 * x
 
     def want_err(x, b_ref):  # ref's own error: float64 rounding of mpmath, or the reference's

@@ -42,7 +42,8 @@ from pyverify.fp.formulas import (
     fp_head_output,
     fp_head_output_normalized,
     fp_softmax_coefficients,
-    fp_softmax_exp_factor,
+    fp_softmax_exp_excess,
+    prod1m,
 )
 from pyverify.fp.models import REFERENCE_ARITHMETIC, Arithmetic, scores_bound
 from pyverify.fp.underflow import NotModelled
@@ -62,6 +63,8 @@ KV_BLOCK = 512
 
 def sdpa_backend(path: str, dq: int, dv: int) -> str:
     """The SDPA backend torch runs on the CPU for a 4-D call on ``path``'s queries.
+
+    Which ``[fp_head_output]`` instantiation applies (a premise, pinned by the checks).
 
     ``flash`` when the query/key head size equals the value's (``2 dq`` for
     ``sdpa_split``), else ``math``; ``reference`` for the reference path.
@@ -118,7 +121,11 @@ def _rows(shape: tuple[int, int], causal: bool) -> np.ndarray:
 
 
 def _row_params(ar: Arithmetic, key: str, x, delta, dx, allowed):
-    """Per row: keys ``n``, ``sigma >= 1/S``, ``c_e`` (``fp_softmax_exp``), ``eta_e``."""
+    """Per row: keys ``n``, ``sigma >= 1/S``, ``c_e - 1``, ``eta_e``: ``[fp_softmax]``.
+
+    ``fp_softmax_exp`` with the row's largest score error ``delta`` and the spread of its
+    shifted scores (both sides' errors included: ``2 max(delta + dx)``).
+    """
     big = np.where(allowed, x, -np.inf).max(axis=-1)
     small = np.where(allowed, x, np.inf).min(axis=-1)
     dmax = np.where(allowed, delta, 0.0).max(axis=-1)
@@ -127,24 +134,28 @@ def _row_params(ar: Arithmetic, key: str, x, delta, dx, allowed):
         raise ValueError("a score's error bound reaches 1: no softmax bound")
     sigma = 1.0 / (1.0 - dmax)  # S >= exp(x_j* - m) >= 1 - delta (m = max computed score)
     u_exp, eta_e = exp_accuracy(key, ar.device)
-    ce = fp_softmax_exp_factor(dmax, spread, ar.u_c, u_exp)
-    return allowed.sum(axis=-1), sigma, ce, eta_e
+    ce_m1 = fp_softmax_exp_excess(dmax, spread, ar.u_c, u_exp)
+    return allowed.sum(axis=-1), sigma, ce_m1, eta_e
 
 
-def _output_bounds(ar: Arithmetic, backend: str, eta_e, mass, n, ce, sigma, vsum) -> np.ndarray:
-    """The output bound of every row (arrays: rows x columns, row quantities as (S, 1))."""
+def _output_bounds(ar: Arithmetic, backend: str, eta_e, mass, n, ce_m1, sigma, vsum) -> np.ndarray:
+    """The output bound of every row (arrays: rows x columns, row quantities as (S, 1)).
+
+    ``[fp_head_output]``: ``fp_head_output`` (fused) or ``fp_head_output_normalized`` with
+    ``[fp_softmax]`` weights (the reference, MATH); ``ce_m1 = c_e - 1``.
+    """
     u, uio, etaio, eta = ar.u_c, ar.u_io, ar.eta_io, ar.eta_c
     low = ar.impl != "reference" and ar.reduced
     if backend == "flash":  # fused: N^ * fl(1 / D^)
         if low:  # exponentials rounded to the input format for p V; exact float32 products
             e_p, eta_g = uio, etaio * vsum + n * eta
-            w, eta_y = (1 + u) ** 2 * (1 + uio) - 1, etaio + eta
+            w, eta_y = prod1m(u, u, uio), etaio + eta
         else:
-            e_p, eta_g, w, eta_y = u, n * eta, (1 + u) ** 2 - 1, eta
-        return fp_head_output(mass, ce, n, u, e_p, w, sigma, vsum, eta_e, eta_g, eta_y)
+            e_p, eta_g, w, eta_y = u, n * eta, prod1m(u, u), eta
+        return fp_head_output(mass, ce_m1, n, u, e_p, w, sigma, vsum, eta_e, eta_g, eta_y)
     # normalise first: the reference (one quotient) or MATH (a reciprocal and a product)
-    u_d = u if backend == "reference" else (1 + u) ** 2 - 1
-    rel, ab = fp_softmax_coefficients(ce, n, u, u_d, sigma, eta_e, eta)
+    u_d = u if backend == "reference" else prod1m(u, u)
+    rel, ab = fp_softmax_coefficients(ce_m1, n, u, u_d, sigma, eta_e, eta)
     return fp_head_output_normalized(
         mass, rel, n, u, u, uio if low else 0.0, vsum,
         eta_p=ab, eta_g_sum=n * eta, eta_y=etaio if low else 0.0,
@@ -165,8 +176,8 @@ def _mass(x, dx, allowed, va) -> np.ndarray:
     spread = (np.where(allowed, -z, 0.0)).max(axis=-1)[:, None]
     ar = REFERENCE_ARITHMETIC
     u_exp, eta_e = exp_accuracy("numpy")
-    ce = fp_softmax_exp_factor(0.0, spread, ar.u_c, u_exp)
-    rel, ab = fp_softmax_coefficients(ce, n, ar.u_c, ar.u_c, 1.0, eta_e, ar.eta_c)
+    ce_m1 = fp_softmax_exp_excess(0.0, spread, ar.u_c, u_exp)
+    rel, ab = fp_softmax_coefficients(ce_m1, n, ar.u_c, ar.u_c, 1.0, eta_e, ar.eta_c)
     p_up = np.where(allowed, p * (1 + rel) + ab, 0.0)
     factor = math.exp(2 * float(np.max(np.where(allowed, dx, 0.0)))) * EVAL_SLACK
     return factor * (p_up @ va)

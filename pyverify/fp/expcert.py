@@ -62,7 +62,8 @@ CERTIFICATE = Path(__file__).with_name("exp_certificate.json")
 #: Relative error of the oracle (NumPy's float64 ``exp``, within a few ulp of float64; the
 #: worst cases are re-done in mpmath): added to every measured relative error.
 ORACLE_REL = 2.0**-50
-#: Where the relative error stops and the absolute one starts: ``2^-125``, above float32's
+#: Where the relative error stops and the absolute one starts (the ``u_exp``/``eta_exp``
+#: split of ``[fp_softmax]``'s hypothesis): ``2^-125``, above float32's
 #: normal threshold ``2^-126`` (the vector path returns 0 below ``ln(FLT_MIN)``).
 REL_FLOOR = 2.0**-125
 #: The smallest float32 ``x`` whose correctly rounded ``exp(x)`` is not 0

@@ -26,7 +26,8 @@ __all__ = [
     "exp_accuracy",
 ]
 
-#: ``(u_exp, eta_exp)`` declared per exponential (relative error; absolute error below
+#: ``[fp_softmax]`` ``(u_exp, eta_exp)`` declared per exponential (relative error; absolute
+#: error below
 #: ``2^-125``, where ATen flushes to 0 under ``ln(FLT_MIN)``). ``numpy``: NumPy's SIMD
 #: float64 ``exp`` (measured <= 0.6 ulp; 2 ulp declared). ``sleef``: ATen's float64
 #: ``exp_u20`` = ``Sleef_expd8_u10`` and torch's float64 ``softmax`` (1 ulp; 2 declared).
@@ -44,7 +45,8 @@ DECLARED: dict[str, tuple[float, float]] = {
     "softmax32": (2.0**-21, 2.0**-125),
 }
 
-#: Relative error of the library ``exp`` and ``pow`` of the metric stages (1 ulp for
+#: ``[fp_elementwise]`` Relative error of the library ``exp`` and ``pow`` of the metric
+#: stages (1 ulp for
 #: NumPy/glibc and Sleef ``u10``; 2 ulp declared), by compute dtype.
 LIB_ACCURACY: dict[str, float] = {"float64": 2.0**-51, "float32": 2.0**-22}
 
@@ -93,7 +95,7 @@ def exp_accuracy(key: str, device: str = "cpu") -> tuple[float, float]:
 
 
 def certificate_status() -> str:
-    """One line: the certified ``u_exp`` in use, or why the declared one is."""
+    """One line: the certified ``u_exp`` in use, or why the declared one is (``[fp_softmax]``)."""
     entry, why = _entry()
     u_dec = DECLARED[_CERTIFIED_KEY][0]
     if entry is None:

@@ -39,6 +39,8 @@ from pyverify.fp.formulas import (
     fp_matmul,
     fp_mixed_precision,
     fp_summation_perturbed,
+    inv1m,
+    prod1m,
 )
 from pyverify.fp.underflow import require_gradual
 from pyverify.precision import UNIT_ROUNDOFF, gamma
@@ -58,7 +60,8 @@ __all__ = [
 #: Declared exponential accuracies (:mod:`pyverify.fp.exps`, which certifies where it can).
 EXP_ACCURACY = DECLARED
 
-#: The exact iSwiGLU where the computed exponential leaves the range (``|z| > 87``,
+#: ``[fp_elementwise]`` The exact iSwiGLU where the computed exponential leaves the range
+#: (``|z| > 87``,
 #: float32; ``> 708``, float64) is below ``z^2 e^-|z|``: under these absolute terms.
 _ISWIGLU_TAIL: dict[str, float] = {"float64": 2.0**-1000, "float32": 2.0**-100}
 
@@ -226,11 +229,14 @@ def scores_bound(
 
 
 def _scale(ar: Arithmetic, path: str) -> tuple[float, float, float]:
-    """``(u_tau, u_s, eta_s)``: the held scale's and the scaling's roundings."""
+    """``(u_tau, u_s, eta_s)``: the held scale's and the scaling's roundings.
+
+    ``[fp_head_scores]``'s ``u_tau``, ``u_s``, ``eta_s``.
+    """
     u, eta = ar.u_c, ar.eta_c
     if path == "reference":
         return _gm(1, u), u, eta  # / fl(sqrt(dk))
-    return (1 + 2 * UNIT_ROUNDOFF["float64"]) * (1 + u) - 1, u, eta  # dk**-0.5 in double, held
+    return prod1m(2 * UNIT_ROUNDOFF["float64"], u), u, eta  # dk**-0.5 in double, held
 
 
 def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
@@ -251,9 +257,9 @@ def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
     if path in ("reference", "sdpa") or (path == "matmul" and not ar.reduced):
         e1, h1, e2 = g, h, g
     elif path in ("matmul", "sdpa_rounded"):
-        e1, h1, e2 = (1 + uio) * (1 + g) - 1, (1 + uio) * h + etaio, g
+        e1, h1, e2 = prod1m(uio, g), (1 + uio) * h + etaio, g
     elif path in ("split", "sdpa_split"):
-        e1, h1 = (1 + uio * uio) * (1 + g) - 1, (1 + uio * uio) * h + (1 + uio) * etaio
+        e1, h1 = prod1m(uio * uio, g), (1 + uio * uio) * h + (1 + uio) * etaio
         # the 2 dk products of [hi, lo] with [k, k]; their sum is within gamma_{2dk} of
         # sum (|hi| + |lo|)|k|, bounded a priori through |Q G|
         hl = (1 + uio) ** 2 * ((1 + g) * P + h * krow) + (3 + uio) * etaio * krow
@@ -285,13 +291,17 @@ def _product(ar: Arithmetic, absX, dX, k, path: str):
 
 
 def _scores_chain(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
-    """The chain fp_matmul -> fp_mixed_precision (propagated) -> fp_elementwise."""
+    """``[fp_head_scores]`` by a chain of theorems.
+
+    ``[fp_matmul]`` -> ``[fp_mixed_precision]`` (propagated) -> ``[fp_elementwise]`` (the
+    scale ``tau = dk^-1/2``).
+    """
     dk = q.shape[-1]
     tau = dk**-0.5
     absX, dX = _x_error(ar, q, G, path)
     absP, dP = _product(ar, absX, dX, k, path)
     u_tau, u_s, eta_s = _scale(ar, path)
-    r = (1 + u_tau) * (1 + u_s) - 1
+    r = prod1m(u_tau, u_s)
     bound = fp_elementwise(tau, dP, r, tau * absP, eta_s)
     if dG is not None:
         bound = bound + tau * (np.abs(q) @ np.asarray(dG, np.float64)) @ np.abs(k).T
@@ -319,12 +329,12 @@ def _math_scores(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
         krow, n = 2 * ka.sum(axis=-1)[None, :], 2 * dk
     else:
         krow, n = ka.sum(axis=-1)[None, :], dk
-    d0 = (1 + 2 * UNIT_ROUNDOFF["float64"]) * (1 + u) - 1  # fl32(sqrt(tau)), sqrt in double
+    d0 = prod1m(2 * UNIT_ROUNDOFF["float64"], u)  # fl32(sqrt(tau)), sqrt in double
     s_hi = math.sqrt(tau) * (1 + d0)
     mass = s_hi**2 * (Xc @ ka.T)
     eta_sum = (1 + u) * (eta * s_hi * (1 + u) * (Xc.sum(axis=-1)[:, None] + krow) + n * eta**2)
-    bound = fp_summation_perturbed(mass, eta_sum + n * eta, n, u, (1 + u) ** 3 - 1)
-    bound = bound + ((1 + d0) ** 2 - 1) * tau * (Xc @ ka.T) + tau * (dX @ ka.T)
+    bound = fp_summation_perturbed(mass, eta_sum + n * eta, n, u, prod1m(u, u, u))
+    bound = bound + prod1m(d0, d0) * tau * (Xc @ ka.T) + tau * (dX @ ka.T)
     if dG is not None:
         bound = bound + tau * (np.abs(q) @ np.asarray(dG, np.float64)) @ ka.T
     return EVAL_SLACK * bound
@@ -361,7 +371,7 @@ def metric_tensor_bound(ar: Arithmetic, z, dz, eps: float) -> np.ndarray:
     m = z + dz
     lip = m * (2 + m)
     u, ul = ar.u_c, LIB_ACCURACY[ar.compute]
-    r = 1.0 / ((1 - ul) ** 2 * (1 - u) ** 5) - 1
+    r = inv1m(ul, ul, u, u, u, u, u)
     s = 1.0 / (1.0 + np.exp(-np.clip(z, -700, 700)))
     f = z * z * np.maximum(s, 1.0 - s) + eps  # >= |iSwiGLU(+-z)| + eps
     bound = fp_elementwise(lip, dz, r, f, _ISWIGLU_TAIL[ar.compute]) + ar.u_hold * eps
@@ -384,6 +394,6 @@ def power_stage_bound(ar: Arithmetic, x, dx, P, P_held) -> np.ndarray:
     lip = np.abs(P) * np.maximum(lo ** (P - 1), (x + dx) ** (P - 1))
     xh = np.maximum(lo, 1e-300)
     logx = np.maximum(np.abs(np.log(xh)), np.abs(np.log(x + dx)))
-    r = (1 + LIB_ACCURACY[ar.compute]) * np.exp(logx * np.abs(Ph - P)) - 1
+    r = np.expm1(np.log1p(LIB_ACCURACY[ar.compute]) + logx * np.abs(Ph - P))
     bound = fp_elementwise(lip, dx, r, x**P, 2 * UNDERFLOW[ar.compute])
     return EVAL_SLACK * bound

@@ -17,6 +17,7 @@ import mpmath
 import numpy as np
 
 from pyverify.fp.models import Arithmetic, arithmetic
+from pyverify.precision import gamma
 from pyverify.testing.exact import Mat
 
 __all__ = [
@@ -32,9 +33,10 @@ __all__ = [
 
 #: Digits of the mpmath oracles.
 MP_DPS = 50
-#: Relative error of an mpmath oracle value at MP_DPS digits (its rounding and the few
-#: operations of a softmax or attention row; far below any float64 bound).
-MP_REL = 1e-45
+#: ``[fp_summation]`` Relative error of an mpmath oracle value at MP_DPS digits: at most
+#: ``2^20`` roundings on a path at ``10^-MP_DPS`` (a softmax or attention row; far below
+#: any float64 bound).
+MP_REL = gamma(2**20, 10.0**-MP_DPS)
 
 
 def arith(impl: Any) -> Arithmetic:
