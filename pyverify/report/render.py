@@ -169,9 +169,10 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         "floating-point theorems of `lean/Pldr/Float` (`pyverify/fp/models.py`: each "
         "implementation's arithmetic, stage by stage, the previous stage's measured "
         "difference as its input bound), in the same measure; every entry must lie within "
-        "it, so the proved bound is the ceiling of the tolerance. `-`: no proved bound "
-        "(the metric learner: LayerNorm's moments are outside the model; or a premise that "
-        "fails, such as a score error bound above 1)."
+        "it, and where a stage has one it *is* the row's tolerance (rule `proved: IDs`); "
+        "the statistical tolerances of `pyverify/tolerance.py` are the fallback of the "
+        "rest. `-`: no proved bound (the metric learner: torch's LayerNorm moments are "
+        "outside the model; or a premise that fails, such as a score error bound above 1)."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
     rows = []
