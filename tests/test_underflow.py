@@ -110,3 +110,31 @@ def test_survey_names_every_device_and_dtype():
     assert set(got) == {"numpy", "cpu"}
     assert set(got["cpu"]) == {"float64", "float32", "bfloat16", "float16"}
     assert got["cpu"]["float32"]["mode"] == "gradual"
+
+
+def test_cuda_matrix_product_premises_are_checked_by_flag():
+    """TF32, reduced-precision reductions and float16 accumulation are outside the model:
+    named and refused (torch's defaults allow bfloat16/float16 reduced-precision
+    reductions: CUDA at those dtypes is refused unless they are turned off)."""
+    mm = torch.backends.cuda.matmul
+    names = ("allow_tf32", "allow_bf16_reduced_precision_reduction",
+             "allow_fp16_reduced_precision_reduction", "allow_fp16_accumulation")  # fmt: skip
+    saved = {n: getattr(mm, n) for n in names}
+    try:
+        for n in names:
+            setattr(mm, n, False)
+        assert uf.cuda_premises("float32") is None
+        assert uf.cuda_premises("bfloat16", "float32") is None
+        mm.allow_tf32 = True
+        assert "allow_tf32" in uf.cuda_premises("float32")
+        assert uf.cuda_premises("float64") is None
+        mm.allow_fp16_reduced_precision_reduction = True
+        assert "fp16_reduced" in uf.cuda_premises("float16", "float32")
+        mm.allow_fp16_reduced_precision_reduction = False
+        mm.allow_fp16_accumulation = True
+        assert "fp16_accumulation" in uf.cuda_premises("float16", "float32")
+        with pytest.raises(uf.NotModelled, match=r"^cuda float32: TF32"):
+            uf.require_gradual("cuda", "float32")
+    finally:
+        for n, val in saved.items():
+            setattr(mm, n, val)

@@ -38,6 +38,7 @@ __all__ = [
     "FlushToZero",
     "NotModelled",
     "UnderflowProbe",
+    "cuda_premises",
     "probe",
     "probe_numpy",
     "probes_of",
@@ -229,8 +230,39 @@ def probes_of(device: str, dtype: str, compute: str | None = None) -> list[Under
     return found
 
 
+def cuda_premises(dtype: str, compute: str | None = None) -> str | None:
+    """Why a CUDA matrix product is outside the bounds' model, or None.
+
+    The bounds take a float32 product as float32 multiplications and additions in any
+    order (cuBLAS: any order is covered), and a bfloat16/float16 product as accumulated in
+    float32. torch lets cuBLAS do otherwise: TF32 products (10-bit mantissas) where
+    ``torch.backends.cuda.matmul.allow_tf32``, and reduced-precision reductions where
+    ``allow_bf16_reduced_precision_reduction`` / ``allow_fp16_reduced_precision_reduction``
+    (both on by default), float16 accumulation where ``allow_fp16_accumulation``.
+    """
+    mm = torch.backends.cuda.matmul
+    comp = compute or dtype
+    if comp == "float32" and dtype == "float32" and mm.allow_tf32:
+        return "TF32 matrix products (torch.backends.cuda.matmul.allow_tf32)"
+    flag = {"bfloat16": "allow_bf16_reduced_precision_reduction",
+            "float16": "allow_fp16_reduced_precision_reduction"}.get(dtype)  # fmt: skip
+    if flag and getattr(mm, flag, False):
+        return f"reduced-precision reductions (torch.backends.cuda.matmul.{flag})"
+    if dtype == "float16" and getattr(mm, "allow_fp16_accumulation", False):
+        return "float16 accumulation (torch.backends.cuda.matmul.allow_fp16_accumulation)"
+    return None
+
+
 def require_gradual(device: str, dtype: str, compute: str | None = None) -> list[UnderflowProbe]:
-    """:func:`probes_of`; raises :class:`FlushToZero` (one line) unless all are gradual."""
+    """:func:`probes_of`; raises :class:`FlushToZero` (one line) unless all are gradual.
+
+    On a CUDA device its matrix products' premises are checked first
+    (:func:`cuda_premises`): :class:`NotModelled` names the device, the dtype and the flag.
+    """
+    if device.startswith("cuda"):
+        why = cuda_premises(dtype, compute)
+        if why is not None:
+            raise NotModelled(f"{device} {dtype}: {why}: outside the bounds' model, refused")
     found = probes_of(device, dtype, compute)
     bad = [p for p in found if not p.gradual]
     if bad:
