@@ -32,6 +32,7 @@ import torch
 from hypothesis import HealthCheck, Phase, settings
 
 from pyverify.errors import UserError
+from pyverify.fp.underflow import BoundRefused
 
 try:
     from pyverify.testing.impls import SUBJECTS
@@ -70,6 +71,24 @@ settings.register_profile(
     suppress_health_check=_SUPPRESS,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A test whose proved bound is refused on this device is skipped with the one line.
+
+    :class:`~pyverify.fp.underflow.BoundRefused`: the device flushes subnormal numbers
+    (the probe every bound runs), or runs kernels the bounds do not model (CUDA SDPA).
+    Such a test has neither passed nor failed.
+    """
+    outcome = yield
+    rep = outcome.get_result()
+    exc = call.excinfo.value if (rep.failed and call.excinfo is not None) else None
+    while exc is not None and not isinstance(exc, BoundRefused):
+        exc = exc.__cause__ or exc.__context__
+    if exc is not None:
+        rep.outcome = "skipped"
+        rep.longrepr = (str(item.path), item.location[1] or 0, f"refused: {exc}")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,11 @@ input bound) and ``fp_softmax_exp`` (the exponentials):
 
 Through the protocol's ``plga(q, k, v, params, G=G)`` (the G-cached head: the kernels run
 torch's SDPA on ``Q G``, split ``hi + lo`` below float32) and the optional
-``collapsed(q, k, v, G)`` (``Q G`` rounded once): :func:`pyverify.fp.models.attention_bound`
+``collapsed(q, k, v, G)`` (``Q G`` rounded once), each call pinned to the SDPA backend
+its bound models (the fused kernel where the head sizes agree, else MATH: the
+compensated ``[hi, lo]`` queries, ``dv != dk``); torch raises if it would run another.
+Values near the smallest normal number put products and outputs below the normal range,
+where the statement's ``eta`` terms are the bound: :func:`pyverify.fp.attention.attention_bound`
 with ``mu`` the exact ``sum_j p_ij |v_jc|``. Oracle: mpmath at 50 digits on the same held
 inputs and the unrounded ``G``, compared in mpmath.
 """
@@ -21,24 +25,31 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from pyverify.conformance.subject import not_applicable
-from pyverify.fp.models import attention_bound
+from pyverify.fp.attention import attention_bound
 from pyverify.reference import PLGAParams
 from pyverify.reference import mp as rmp
-from pyverify.testing.fp import MP_DPS, arith, mp_excess
+from pyverify.testing.fp import MP_DPS, arith, attention_path, mp_excess, pinned_sdpa
 from pyverify.testing.impls import ALL, impl_ids
-from pyverify.testing.strategies import arrays, examples
+from pyverify.testing.strategies import arrays, examples, subnormal_floats, underflow_band
 
 pytestmark = pytest.mark.theorem("fp_head_output")
 
 
 def _case(data, impl):
+    """Inputs; ``dv`` equal to ``dk`` (torch's fused kernel) or not (its MATH backend),
+    values of ordinary size or near the dtype's smallest normal number (outputs and
+    products below the normal range: the ``eta`` terms of the statement)."""
     dk = data.draw(st.sampled_from([2, 4, 8]), label="dk")
     s = data.draw(st.integers(1, 8), label="S")
-    dv = data.draw(st.integers(1, 4), label="dv")
+    dv = data.draw(st.sampled_from([dk, 1, 3]), label="dv")
     q, k = (impl.round(data.draw(arrays((s, dk), 2.0), label=n)) for n in ("q", "k"))
-    v = impl.round(data.draw(arrays((s, dv), 3.0), label="v"))
+    emin = underflow_band(impl.dtype, impl.dtype)[1] - 1  # the dtype's smallest normal
+    tiny = data.draw(st.booleans(), label="tiny v")
+    near = hnp.arrays(np.float64, (s, dv), elements=subnormal_floats((emin - 8, emin + 2)))
+    v = impl.round(data.draw(near if tiny else arrays((s, dv), 3.0), label="v"))
     G = data.draw(arrays((dk, dk), 2.0), label="G")
     return q, k, v, G
 
@@ -61,11 +72,13 @@ def _exact(q, k, v, G):
 @given(st.data())
 def test_g_cached_output_within_proved_bound(impl, data):
     q, k, v, G = _case(data, impl)
-    got = impl.plga(q, k, v, PLGAParams.random(q.shape[1], 1, 0, 0, seed=0), G=G).out
+    path = attention_path(impl)
+    with pinned_sdpa(impl, path, q.shape[1], v.shape[1]):  # the backend the bound models
+        got = impl.plga(q, k, v, PLGAParams.random(q.shape[1], 1, 0, 0, seed=0), G=G).out
     ar = arith(impl)
     held = G if ar.impl == "reference" else impl.hold(G)
     exact, mass = _exact(q, k, v, G)
-    bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, mass=mass)
+    bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, path=path, mass=mass)
     assert mp_excess(got, exact, bound) <= 1.0
 
 
@@ -76,10 +89,11 @@ def test_collapsed_output_within_proved_bound(impl, data):
     if not impl.offers("collapsed"):
         not_applicable("the optional method collapsed")
     q, k, v, G = _case(data, impl)
-    got = impl.collapsed(q, k, v, G)
+    path = attention_path(impl, collapsed=True)
+    with pinned_sdpa(impl, path, q.shape[1], v.shape[1]):
+        got = impl.collapsed(q, k, v, G)
     ar = arith(impl)
     held = impl.hold(G)
     exact, mass = _exact(q, k, v, G)
-    path = "sdpa_rounded" if ar.reduced else ("reference" if ar.impl == "reference" else "sdpa")
     bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, path=path, mass=mass)
     assert mp_excess(got, exact, bound) <= 1.0

@@ -12,7 +12,8 @@ The reference computes exactly that order. The kernels compute the weights with 
 fused SDPA (``Q = E``, ``K = V = I``), an attention output whose values are unit vectors:
 their bound is the same exponential factor through ``fp_head_output`` (numerator and
 denominator), the larger of the fused and the normalise-first order
-(:func:`pyverify.fp.models.softmax_bound`). Oracle: mpmath softmax of the *unrounded*
+(:func:`pyverify.fp.attention.softmax_bound`), the call pinned to the fused kernel (torch
+raises if it would run another). Oracle: mpmath softmax of the *unrounded*
 scores at 50 digits, compared in mpmath.
 """
 
@@ -25,10 +26,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pyverify.fp.models import softmax_bound
+from pyverify.fp.attention import softmax_bound
 from pyverify.reference import causal_mask
 from pyverify.reference import mp as rmp
-from pyverify.testing.fp import MP_DPS, arith, mp_excess
+from pyverify.testing.fp import MP_DPS, arith, mp_excess, pinned_sdpa
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import examples
 
@@ -51,7 +52,9 @@ def test_softmax_within_proved_bound(impl, causal, data):
     s_q = data.draw(st.integers(1, 5), label="s_q")
     s_k = data.draw(st.integers(s_q, 9) if causal else st.integers(1, 9), label="s_k")
     E = _scores(data, impl, s_q, s_k)
-    got = impl.softmax(E, causal=causal)
+    plain = "reference" if arith(impl).impl == "reference" else "sdpa_plain"
+    with pinned_sdpa(impl, plain, s_k, s_k):  # Q = E, K = V = I: the fused kernel
+        got = impl.softmax(E, causal=causal)
     held = impl.round(E)
     ctx = mpmath.MPContext()
     ctx.dps = MP_DPS

@@ -7,6 +7,7 @@ learner and softmax in float32 for every dtype below float64
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -72,6 +73,15 @@ def compute_roundoff(name: str) -> float:
     return UNIT_ROUNDOFF["float64" if name == "float64" else "float32"]
 
 
-def gamma(n: int, u: float) -> float:
-    """Higham's ``gamma_n = n u / (1 - n u)``: the error of a length-``n`` dot product."""
-    return n * u / (1.0 - n * u)
+def gamma(n, u: float):  # type: ignore[no-untyped-def]
+    """Higham's ``gamma_n = n u / (1 - n u)``: the error of a length-``n`` dot product.
+
+    ``n`` an int or an array of them (then an array back). The Lean statements
+    (``Pldr.gam``, ``fp_prod_gamma``) hold only for ``n u < 1``; beyond it the formula is
+    negative or infinite, so this refuses with a ``ValueError`` instead.
+    """
+    nu = np.asarray(n, dtype=np.float64) * u
+    if np.any(nu >= 1.0):
+        raise ValueError(f"gamma_n({u:g}) is undefined: n u >= 1 (n up to {np.max(n)})")
+    g = nu / (1.0 - nu)
+    return float(g) if np.ndim(g) == 0 else g

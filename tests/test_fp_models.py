@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from pyverify.fp import attention as fa
 from pyverify.fp import formulas as fb
 from pyverify.fp import models as fm
 from pyverify.precision import UNIT_ROUNDOFF, gamma
@@ -41,7 +42,7 @@ def test_summation_and_dot_product_formulas():
         fb.fp_dot_product(5.0, 3, u, 1e-30), rel=1e-15
     )
     m = fb.fp_mixed_precision(1.0, 4, u, u_a=2.0**-8, u_b=2.0**-8, u_out=2.0**-8)
-    assert m == (1 + 2.0**-8) ** 3 * (1 + gamma(4, u)) - 1
+    assert m == pytest.approx((1 + 2.0**-8) ** 3 * (1 + gamma(4, u)) - 1, rel=1e-12)
     np.testing.assert_array_equal(
         fb.fp_matmul(np.ones((2, 3)), np.ones((3, 1)), u), np.full((2, 1), 3 * gamma(3, u))
     )
@@ -51,11 +52,13 @@ def test_softmax_exp_factor_and_the_output_bound():
     ce = fb.fp_softmax_exp_factor(0.01, 100.0, U32, 1e-6)
     assert ce == (1 + 1e-6) / (1 - (0.01 + U32 * 100.0))
     # no error anywhere: a zero bound
-    assert fb.fp_head_output(1.0, 1.0, 1, 0.0, 0.0, 0.0, 1.0) == 0.0
-    assert fb.fp_softmax(0.5, 1.0, 1, 0.0, 0.0, 1.0) == 0.0
+    assert fb.fp_softmax_exp_excess(0.01, 100.0, U32, 1e-6) == pytest.approx(ce - 1, rel=1e-9)
+    # no error anywhere (c_e - 1 = 0): a zero bound
+    assert fb.fp_head_output(1.0, 0.0, 1, 0.0, 0.0, 0.0, 1.0) == 0.0
+    assert fb.fp_softmax(0.5, 0.0, 1, 0.0, 0.0, 1.0) == 0.0
     # with exp error only: (a + beta) mu / (1 - beta), a = beta = c_e - 1
     c = 1 + 1e-3
-    assert fb.fp_head_output(2.0, c, 1, 0.0, 0.0, 0.0, 1.0) == pytest.approx(
+    assert fb.fp_head_output(2.0, c - 1, 1, 0.0, 0.0, 0.0, 1.0) == pytest.approx(
         2 * (c - 1) * 2.0 / (1 - (c - 1)), rel=1e-14
     )
 
@@ -64,8 +67,10 @@ def test_softmax_exp_factor_and_the_output_bound():
     ("fn", "match"),
     [
         (lambda: fb.fp_summation(1.0, 2**25, U32), "n u >= 1"),
+        (lambda: fm._gm(2**24, U32), "n u >= 1"),  # scores_bound's gamma: checked too
+        (lambda: gamma(2**24, U32), "n u >= 1"),
         (lambda: fb.fp_softmax_exp_factor(0.9, 1e7, U32, 0.0), "reaches 1"),
-        (lambda: fb.fp_head_output(1.0, 2.1, 4, U32, 0.0, 0.0, 1.0), "reaches 1"),
+        (lambda: fb.fp_head_output(1.0, 1.1, 4, U32, 0.0, 0.0, 1.0), "reaches 1"),
         (
             lambda: fm.power_stage_bound(
                 fm.arithmetic("kernels", "float32"),
@@ -77,11 +82,11 @@ def test_softmax_exp_factor_and_the_output_bound():
             "reaches 0",
         ),
         (
-            lambda: fm.attention_bound(
+            lambda: fa.attention_bound(
                 fm.arithmetic("kernels", "float32"),
                 np.ones((1, 2)),
                 np.ones((600, 2)),
-                np.ones((600, 1)),
+                np.ones((600, 2)),  # head sizes agree: the fused kernel, one block of 512
             ),
             "keys",
         ),
@@ -101,8 +106,14 @@ def test_arithmetic_of_each_implementation():
     assert fm.arithmetic("someone", "float64").exp == "sleef"  # others: the kernels' premises
 
 
-def test_attention_bound_holds_for_torch_sdpa_at_every_dtype():
-    """The bound of SDPA on plain ``Q`` against mpmath, per dtype (one fixed case each)."""
+@pytest.mark.parametrize("backend", ["flash", "math"])
+def test_attention_bound_holds_for_torch_sdpa_at_every_dtype(backend):
+    """The bound of SDPA on plain ``Q`` against mpmath, per dtype and pinned backend.
+
+    4-D inputs with equal head sizes run the fused kernel; 2-D inputs run MATH (torch's
+    fused kernels take 4-D only): each pinned, so the bound of the backend that runs is
+    the one checked (a torch that picked another would raise here).
+    """
     rng = np.random.default_rng(3)
     q, k, v = (rng.normal(size=(12, 8)) for _ in range(3))
     ctx = mpmath.MPContext()
@@ -110,7 +121,11 @@ def test_attention_bound_holds_for_torch_sdpa_at_every_dtype():
     for dt in ("float64", "float32", "bfloat16", "float16"):
         tdt = getattr(torch, dt)
         qh, kh, vh = (torch.tensor(x).to(tdt) for x in (q, k, v))
-        got = torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
+        shape = (1, 1, 12, 8) if backend == "flash" else (12, 8)
+        with fa.pinned(backend):
+            got = torch.nn.functional.scaled_dot_product_attention(
+                qh.reshape(shape), kh.reshape(shape), vh.reshape(shape), is_causal=True
+            ).reshape(12, 8)
         qn, kn, vn = (t.double().numpy() for t in (qh, kh, vh))
         E = [[ctx.fsum(ctx.mpf(a) * ctx.mpf(b) for a, b in zip(qi, kj, strict=True))
               / ctx.sqrt(8) for kj in kn] for qi in qn]  # fmt: skip
@@ -120,10 +135,22 @@ def test_attention_bound_holds_for_torch_sdpa_at_every_dtype():
             s = ctx.fsum(w)
             out[i] = [float(ctx.fsum(wj * ctx.mpf(vn[j, c]) for j, wj in enumerate(w)) / s)
                       for c in range(vn.shape[1])]  # fmt: skip
-        bound = fm.attention_bound(fm.arithmetic("kernels", dt), qn, kn, vn, None,
-                                   path="sdpa_plain")  # fmt: skip
+        bound = fa.attention_bound(fm.arithmetic("kernels", dt), qn, kn, vn, None,
+                                   path="sdpa_plain", backend=backend)  # fmt: skip
         err = np.abs(got.double().numpy() - out)
         assert np.all(err <= bound + 2 * U64 * np.abs(out)), (dt, float((err / bound).max()))
+
+
+def test_pinning_refuses_a_backend_torch_cannot_run():
+    """The pin is an assertion: the fused kernel cannot take 2-D inputs or unequal heads."""
+    q = torch.zeros(1, 1, 4, 8)
+    for bad in (torch.zeros(4, 8), torch.zeros(1, 1, 4, 6)):
+        with fa.pinned("flash"), pytest.raises(RuntimeError, match="No available kernel"):
+            qq = q if bad.dim() == 4 else bad
+            torch.nn.functional.scaled_dot_product_attention(qq, qq, bad)
+    assert fa.sdpa_backend("sdpa_split", 8, 8) == "math"  # [hi, lo]: head size 2 dk
+    assert fa.sdpa_backend("sdpa_split", 4, 8) == "flash"
+    assert fa.sdpa_backend("sdpa", 8, 6) == "math"
 
 
 # --------------------------------------------------------------------------- exponentials
@@ -194,3 +221,25 @@ def test_library_exponentials_within_their_declared_accuracy():
     got32 = torch.exp(torch.tensor(x32)).double().numpy()
     exact32 = np.exp(x32.astype(np.float64))
     assert np.all(np.abs(got32 - exact32) <= (fm.LIB_ACCURACY["float32"] + U64) * exact32)
+
+
+def test_coefficients_without_cancellation():
+    """``prod1m``: ``(1 + u)(1 + u) - 1`` at float64's ``u`` is ``2u + u^2``, not the 0 that
+    ``1 + 2^-53 == 1`` would give; the bounds' coefficients are formed this way."""
+    u = 2.0**-53
+    assert (1 + u) * (1 + u) - 1 == 0.0  # the cancellation this avoids
+    assert fb.prod1m(u, u) == pytest.approx(2 * u + u * u, rel=1e-15)
+    assert fb.inv1m(u) == pytest.approx(u / (1 - u), rel=1e-15)
+    assert fb.fp_mixed_precision(1.0, 1, u, u_out=u) == pytest.approx(2 * u, rel=1e-12)
+    assert fb.EVAL_SLACK - 1 == pytest.approx(gamma(fb.EVAL_OPS, u), rel=1e-12)
+
+
+def test_flush_to_zero_formulas():
+    """``fp_flush_to_zero``: gradual bound plus ``(1 + gamma_{n-1})`` times the flushes."""
+    u, rho = 2.0**-10, 2.0**-20
+    assert fb.fp_flush_to_zero(4.0, 3, u, rho) == pytest.approx(
+        fb.fp_summation(4.0, 3, u) + (1 + gamma(2, u)) * 2 * rho, rel=1e-15
+    )
+    assert fb.fp_flush_to_zero(4.0, 1, u, rho) == 0.0  # one term: nothing rounded
+    d = fb.fp_flush_to_zero_dot_product(5.0, 3, u, rho, 2 * rho)
+    assert d == pytest.approx(5.0 * gamma(3, u) + (1 + gamma(2, u)) * (3 * rho + 4 * rho))

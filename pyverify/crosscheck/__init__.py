@@ -23,10 +23,12 @@ Error measure: per (batch, head) slice ``max|x - y| / max|y|``; a row reports
 the maximum and the median over the slices. Tolerances and their derivation:
 :mod:`pyverify.tolerance`. Stages ``A_LM`` and ``A_P`` also require every
 kernel entry to be ``> 0`` (``metric_positivity``). Every stage but the metric
-learner's output ``A`` is also held to its *proved* bound (the floating-point
-theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp.models`): every entry within it,
-stage by stage with the previous stage's measured difference as the input bound; a
-row records the bound in the same measure and ``error / proved``.
+learner's output ``A`` is held to its *proved* bound (the floating-point theorems of
+``lean/Pldr/Float``, :mod:`pyverify.fp`), which is then the row's tolerance: every
+entry within it, stage by stage with the previous stage's measured difference as the
+input bound; a row records the bound in the same measure and ``error / proved``. Each
+kernel's SDPA runs pinned to the backend its bound models; a device that flushes
+subnormal numbers is left out with one line (:mod:`pyverify.fp.underflow`).
 """
 
 from pyverify.crosscheck.cases import (

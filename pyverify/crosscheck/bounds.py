@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pyverify.crosscheck.compare import Proved
-from pyverify.precision import UNIT_ROUNDOFF
+from pyverify.precision import UNIT_ROUNDOFF, gamma
+from pyverify.tolerance import MPMATH_DPS
 
 __all__ = [
     "MP_REL",
@@ -28,8 +29,9 @@ PROVED_IDS = {
 }
 #: Why the metric learner's output has no proved bound.
 NO_BOUND_A = "no proved bound: the learner's LayerNorm (Welford moments) is outside the model"
-#: The mpmath oracle's own relative error at MPMATH_DPS digits (<< float64's rounding).
-MP_REL = 1e-30
+#: ``[fp_summation]`` The mpmath oracle's own relative error: at most ``2^20`` roundings on
+#: a path, each at ``10^-MPMATH_DPS`` (``gamma_k`` of mpmath's precision; << float64's).
+MP_REL = gamma(2**20, 10.0**-MPMATH_DPS)
 U64 = UNIT_ROUNDOFF["float64"]
 
 
@@ -43,10 +45,14 @@ def per_slice(fn, *arrays):  # type: ignore[no-untyped-def]
 
 def stage_bound(stage: str, fn) -> Proved:  # type: ignore[no-untyped-def]
     """The stage's proved bound from ``fn()``, or the premise that failed (no bound)."""
+    from pyverify.fp.underflow import BoundRefused
+
     try:
         return Proved(fn(), PROVED_IDS[stage])
     except ValueError as exc:  # a theorem's premise does not hold for these inputs
         return Proved(None, PROVED_IDS[stage], f"no proved bound: {exc}")
+    except BoundRefused as exc:  # the device's premises: refused by name
+        return Proved(None, PROVED_IDS[stage], f"refused: {exc}")
 
 
 def pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict[str, Proved]:  # type: ignore[no-untyped-def]
@@ -66,7 +72,11 @@ def pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict[
         power_stage_bound,
     )
 
-    def slack(x):  # the exact input is within u64 |x| of a float64-rounded mpmath value
+    def slack(x):
+        """``[fp_elementwise]`` (``L = 1``): the float64 rounding of mpmath's value.
+
+        The exact input is within ``2 u64 |x|`` of it (its rounding, mpmath's own error).
+        """
         return 2 * U64 * np.abs(x) if exact_is_mp else 0.0 * x
 
     def want_err(x, b_ref):  # ref's own error: float64 rounding of mpmath, or the reference's
@@ -105,8 +115,9 @@ def head_bounds(ar, q, k, v, G_used, G_exact, path_scores, path_out, ref_scores=
     Both against exact arithmetic with ``G_exact`` on the same inputs (the reference's
     scores only when ``ref_scores``).
     """
+    from pyverify.fp.attention import attention_bound
     from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
-    from pyverify.fp.models import attention_bound, scores_bound
+    from pyverify.fp.models import scores_bound
 
     def sc(b, h, qs, ks, g_used, g_ex):
         dG = np.abs(g_used - g_ex)

@@ -113,11 +113,13 @@ class Comparer:
         rule: str | None = None,
         proved: Proved | None = None,
     ) -> CrosscheckRow:
-        """The row of stage ``name``: ``got`` vs ``ref`` per slice, held to ``tol``.
+        """The row of stage ``name``: ``got`` vs ``ref`` per slice, held to its tolerance.
 
-        ``rule``: how ``tol`` was measured (:func:`pyverify.tolerance.output_tolerance`),
-        None for a constant. ``proved``: the stage's proved bound; the row passes only if
-        every entry is within it (the proved bound is the ceiling of ``tol``).
+        ``proved``: the stage's proved bound. Where it exists it *is* the tolerance: the row
+        passes only if every entry is within it, and its tolerance is the bound in the
+        error measure (the largest over the slices; rule ``proved: IDs``). ``tol`` and
+        ``rule`` (how ``tol`` was measured, :func:`pyverify.tolerance.output_tolerance`;
+        None for a constant) are the fallback of a stage without a proved bound only.
         """
         errs = slice_errors(got, ref)
         if proved is None or proved.bound is None:
@@ -127,6 +129,8 @@ class Comparer:
             )  # fmt: skip
         bound_s, ratio, ok = proved_ratios(got, ref, proved.bound)
         worst = int(np.argmax(ratio)) if ratio.size else 0
+        tol = float(np.max(bound_s)) if bound_s.size else 0.0
+        rule = f"proved: {', '.join(proved.theorems)}"
         return self.row(
             name, errs, tol, theorems, extra_ok=extra_ok and ok, note=note, rule=rule,
             proved=float(bound_s[worst]) if ratio.size else None,

@@ -24,6 +24,7 @@ __all__ = [
 def run_trained(case: Case) -> list[CrosscheckRow]:
     """A ``trained`` case: the G-cached and collapsed kernels on the paper's ``G_LM``."""
     import pyverify.kernels as kern
+    from pyverify.fp.attention import pinned, sdpa_backend
     from pyverify.fp.models import arithmetic
 
     (q, k, v), g, ref = trained_reference(case)
@@ -36,7 +37,7 @@ def run_trained(case: Case) -> list[CrosscheckRow]:
     _, tol_sc = stage_tolerances(case.dtype)
     tol_out, rule_out = output_tolerance(case.dtype, "uncached", e_sdpa, e_qg)
     tol_coll, rule_coll = output_tolerance(case.dtype, "collapsed", e_sdpa, e_qg)
-    ar = arithmetic("kernels", case.dtype)
+    ar = arithmetic("kernels", case.dtype, device=case.device)
     reduced = case.dtype in ("bfloat16", "float16")
     gk = as_numpy(Gk)
     sc_bound, out_bound = head_bounds(
@@ -47,8 +48,11 @@ def run_trained(case: Case) -> list[CrosscheckRow]:
     )
     note = f"G_LM layer {layer}; max|E| {np.abs(ref.E).max():.3g}"
     cached = Comparer(case, "kernels.g_cached", "reference.float64", note)
-    out_g = kern.plga_attention(q, k, v, None, G=Gk)
-    out_c = kern.collapsed_attention(q, k, v, Gk)
+    dk, dv = q.shape[-1], v.shape[-1]
+    with pinned(sdpa_backend("sdpa_split" if reduced else "sdpa", dk, dv), case.device):
+        out_g = kern.plga_attention(q, k, v, None, G=Gk)
+    with pinned(sdpa_backend("sdpa_rounded" if reduced else "sdpa", dk, dv), case.device):
+        out_c = kern.collapsed_attention(q, k, v, Gk)
     return [
         cached.stage("scores", scores_like_kernel(q, k, Gk), ref.E, tol_sc, proved=sc_bound),
         cached.stage(
@@ -65,8 +69,9 @@ def run_trained(case: Case) -> list[CrosscheckRow]:
 def run_identity(case: Case) -> list[CrosscheckRow]:
     """An ``identity`` case: ``G = I`` against torch's SDPA (``sdpa_special_case``)."""
     import pyverify.kernels as kern
+    from pyverify.fp.attention import attention_bound, pinned, sdpa_backend
     from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
-    from pyverify.fp.models import arithmetic, attention_bound
+    from pyverify.fp.models import arithmetic
     from pyverify.reference import plga_forward_batched
 
     _B, H, _S, dk = case.shape
@@ -76,15 +81,19 @@ def run_identity(case: Case) -> list[CrosscheckRow]:
     q, k, v = case_inputs(case)
     qn, kn, vn = (as_numpy(t) for t in (q, k, v))
     Gk = torch.tensor(g, device=case.device, dtype=compute_dtype(case.dtype))
-    out_g = kern.plga_attention(q, k, v, None, G=Gk)
-    sdpa64 = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    reduced = case.dtype in ("bfloat16", "float16")
+    dv = v.shape[-1]
+    with pinned(sdpa_backend("sdpa_split" if reduced else "sdpa", dk, dv), case.device):
+        out_g = kern.plga_attention(q, k, v, None, G=Gk)
+    with pinned(sdpa_backend("sdpa_plain", dk, dv), case.device):
+        sdpa64 = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
     e_sdpa = sdpa_error(q, k, v, q.double())
     tol, rule = output_tolerance(case.dtype, "uncached", e_sdpa, e_sdpa, "Q")
     thm = ("sdpa_special_case",)
     note = f"identity G_LM; torch SDPA's own error at {case.dtype}: {e_sdpa:.2e}"
-    ar = arithmetic("kernels", case.dtype)
-    f64 = arithmetic("kernels", "float64")  # torch's float64 SDPA, the side compared with
-    reduced = case.dtype in ("bfloat16", "float16")
+    ar = arithmetic("kernels", case.dtype, device=case.device)
+    # torch's float64 SDPA, the side compared with
+    f64 = arithmetic("kernels", "float64", device=case.device)
     gk = as_numpy(Gk)
 
     def kern_vs_sdpa(b, h, qs, ks, vs, gh):

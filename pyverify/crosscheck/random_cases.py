@@ -35,19 +35,26 @@ __all__ = [
 def run_random(case: Case) -> list[CrosscheckRow]:
     """A ``random`` case: every kernel against the float64 reference, stage by stage."""
     import pyverify.kernels as kern
+    from pyverify.fp.attention import pinned, sdpa_backend
     from pyverify.fp.models import arithmetic
 
     (q, k, v), heads, ref = random_reference(case)
     qn, kn, vn = (as_numpy(t) for t in (q, k, v))
+    reduced = case.dtype in ("bfloat16", "float16")
+    dk, dev = q.shape[-1], case.device
+    # each kernel's SDPA pinned to the backend its bound models (torch raises otherwise)
+    b_g = sdpa_backend("sdpa_split" if reduced else "sdpa", dk, v.shape[-1])
+    b_c = sdpa_backend("sdpa_rounded" if reduced else "sdpa", dk, v.shape[-1])
     p = kern.from_reference(heads, case.device, compute_dtype(case.dtype))
-    out, ded = kern.plga_attention(q, k, v, p, return_deductive=True)
+    with pinned(b_g, dev):
+        out, ded = kern.plga_attention(q, k, v, p, return_deductive=True)
     G_ref = torch.tensor(ref.ded.G, device=case.device)
     e_sdpa = sdpa_error(q, k, v, q.double())
     e_qg = sdpa_error(q, k, v, torch.matmul(q.double(), G_ref))
     tol_ded, tol_sc = stage_tolerances(case.dtype)
     tol_out, rule_out = output_tolerance(case.dtype, "uncached", e_sdpa, e_qg)
     tol_coll, rule_coll = output_tolerance(case.dtype, "collapsed", e_sdpa, e_qg)
-    ar = arithmetic("kernels", case.dtype)
+    ar = arithmetic("kernels", case.dtype, device=case.device)
     got = {n: as_numpy(getattr(ded, n)) for n in ("A", "A_LM", "A_P", "G")}
     want = {n: getattr(ref.ded, n) for n in ("A", "A_LM", "A_P", "G")}
     proved = pipeline_bounds(ar, heads, got, want, exact_is_mp=False)
@@ -65,7 +72,6 @@ def run_random(case: Case) -> list[CrosscheckRow]:
         else:
             row = unc.stage(n, g, want[n], tol_ded, proved=proved[n])
         rows.append(row)
-    reduced = case.dtype in ("bfloat16", "float16")
     sc_bound, out_bound = head_bounds(
         ar, qn, kn, vn, got["G"], ref.ded.G, "split" if reduced else "matmul",
         "sdpa_split" if reduced else "sdpa",
@@ -79,7 +85,8 @@ def run_random(case: Case) -> list[CrosscheckRow]:
     _, out_g_bound = head_bounds(
         ar, qn, kn, vn, Gk_n, ref.ded.G, "sdpa", "sdpa_split" if reduced else "sdpa"
     )
-    out_g = kern.plga_attention(q, k, v, None, G=Gk)
+    with pinned(b_g, dev):
+        out_g = kern.plga_attention(q, k, v, None, G=Gk)
     rows.append(
         Comparer(case, "kernels.g_cached", "reference.float64").stage(
             "output",
@@ -94,7 +101,8 @@ def run_random(case: Case) -> list[CrosscheckRow]:
     _, out_c_bound = head_bounds(
         ar, qn, kn, vn, Gk_n, ref.ded.G, "sdpa", "sdpa_rounded" if reduced else "sdpa"
     )
-    out_c = kern.collapsed_attention(q, k, v, Gk)
+    with pinned(b_c, dev):
+        out_c = kern.collapsed_attention(q, k, v, Gk)
     rows.append(
         Comparer(case, "kernels.collapsed", "reference.float64").stage(
             "output",
@@ -152,7 +160,7 @@ def run_mpmath(case: Case) -> list[CrosscheckRow]:
         return scores_bound(REF, qs, ks, g, d, "reference")
 
     def out(b, h, qs, ks, vs, g, d):
-        from pyverify.fp.models import attention_bound
+        from pyverify.fp.attention import attention_bound
 
         return attention_bound(REF, qs, ks, vs, g, d)
 

@@ -157,7 +157,11 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
         of measured tolerances (``; ``-joined, None when all are constants),
         ``proved_ratio`` the largest ``error / proved`` over the cases with ``proved`` its
         bound (None where no case has one), ``proved_cases`` how many cases have one and
-        ``proved_theorems`` their IDs; sorted by dtype, path, stage order.
+        ``proved_theorems`` their IDs; the tightness ``proved / measured`` of each bounded
+        case with a non-zero error (per case ``1 / proved_ratio``: the slice where the
+        bound comes closest to the error), ``tightness_worst`` (the loosest case),
+        ``tightness_median`` and ``tightness_cases`` (how many); sorted by dtype, path,
+        stage order.
     """
     groups: dict[tuple[str, str, str], list[CrosscheckRow]] = {}
     for r in result.rows:
@@ -171,6 +175,7 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
         rules = sorted({r.tolerance_rule for r in rows if r.tolerance_rule is not None})
         bounded = [r for r in rows if r.proved_ratio is not None]
         worst_p = max(bounded, key=lambda r: r.proved_ratio or 0.0) if bounded else None
+        tight = [1.0 / r.proved_ratio for r in bounded if (r.proved_ratio or 0.0) > 0]
         out.append(
             {
                 "dtype": dt,
@@ -187,6 +192,9 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
                 "proved_ratio": worst_p.proved_ratio if worst_p else None,
                 "proved_theorems": sorted({t for r in rows for t in r.proved_theorems}),
                 "proved_cases": len(bounded),
+                "tightness_worst": max(tight) if tight else None,
+                "tightness_median": float(np.median(tight)) if tight else None,
+                "tightness_cases": len(tight),
             }
         )
     out.sort(

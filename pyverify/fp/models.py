@@ -12,15 +12,11 @@ arithmetic on the same inputs. These are the premises of the theorems, stated on
 * the torch kernels: statistics, learner and ``G`` in the compute dtype (float64, else
   float32), parameters held in it; ``Q G`` formed in the compute dtype and, at
   bfloat16/float16, split ``hi + lo`` (compensated, the default) or rounded once
-  (``collapsed``); attention by torch's CPU flash kernel, whose key blocks are 512 long
-  (``cpu_flash_attention<..., 512>`` in ATen's ``FlashAttentionKernel.cpp``): with at most
-  :data:`KV_BLOCK` keys there is one block, no online rescaling. Its scores accumulate in
-  float32 (exact products of bfloat16/float16 inputs), its exponential is ATen's
-  ``exp_u20`` (float32) or ``fexp_u20`` (bfloat16/float16 outputs; the weights are then
-  rounded to the input format before ``p V``), the output is the numerator times the
-  reciprocal of the denominator. torch has used the normalise-first order in earlier
-  versions, so the kernels' attention bound is the larger of the two orders' bounds
-  (``fp_head_output`` and ``fp_head_output_normalized``).
+  (``collapsed``); attention by torch's SDPA, its backend fixed by the shapes and pinned
+  by every check (:mod:`pyverify.fp.attention`: the fused CPU kernel, one key block of at
+  most 512, or the MATH backend); the device keeps subnormal numbers (probed on every
+  bound, :mod:`pyverify.fp.underflow`); the exponentials as certified or declared in
+  :mod:`pyverify.fp.exps`.
 
 Any other implementation is held to the kernels' premises (an assumption about it).
 Inputs are float64 NumPy arrays of the values the implementation holds (already rounded
@@ -34,56 +30,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pyverify.fp.exps import DECLARED, LIB_ACCURACY
 from pyverify.fp.formulas import (
     EVAL_SLACK,
     UNDERFLOW,
     fp_elementwise,
-    fp_head_output,
-    fp_head_output_normalized,
     fp_head_scores,
+    fp_matmul,
     fp_mixed_precision,
-    fp_softmax_coefficients,
-    fp_softmax_exp_factor,
+    fp_summation_perturbed,
+    inv1m,
+    prod1m,
 )
+from pyverify.fp.underflow import require_gradual
 from pyverify.precision import UNIT_ROUNDOFF, gamma
 
 __all__ = [
     "EXP_ACCURACY",
-    "KV_BLOCK",
     "LIB_ACCURACY",
     "Arithmetic",
     "arithmetic",
-    "attention_bound",
     "linear_stage_bound",
     "metric_tensor_bound",
     "power_stage_bound",
     "scores_bound",
-    "softmax_bound",
 ]
 
-#: The longest key row of one flash-attention block (torch's ``kvSplitSize``).
-KV_BLOCK = 512
 
-#: ``(u_exp, eta_exp)`` of the softmax exponential: relative error and absolute error
-#: below the normal range (ATen flushes to 0 under ``ln(FLT_MIN)``). ``numpy``: NumPy's
-#: SIMD ``exp`` (measured <= 0.6 ulp; 2 ulp declared). ``sleef``: ATen's float64
-#: ``exp_u20`` = ``Sleef_expd8_u10`` (1 ulp; 2 declared). ``exp_u20``: ATen's float32
-#: ``exp_u20`` ("ULP=20" in its source; 3.2 ulp measured on a re-implementation,
-#: ``tests/test_fp_models.py``). ``fexp_u20``: ATen's degree-3 ``fexp_u20``, used when
-#: the output is bfloat16/float16 (1.13e-4 measured on a re-implementation; 2^-12
-#: declared).
-EXP_ACCURACY: dict[str, tuple[float, float]] = {
-    "numpy": (2.0**-51, 2.0**-1021),
-    "sleef": (2.0**-51, 2.0**-1021),
-    "exp_u20": (20 * 2.0**-23, 2.0**-125),
-    "fexp_u20": (2.0**-12, 2.0**-125),
-}
+#: Declared exponential accuracies (:mod:`pyverify.fp.exps`, which certifies where it can).
+EXP_ACCURACY = DECLARED
 
-#: Relative error of the library ``exp`` and ``pow`` of the metric stages (1 ulp for
-#: NumPy/glibc and Sleef ``u10``; 2 ulp declared), by compute dtype.
-LIB_ACCURACY: dict[str, float] = {"float64": 2.0**-51, "float32": 2.0**-22}
-
-#: The exact iSwiGLU where the computed exponential leaves the range (``|z| > 87``,
+#: ``[fp_elementwise]`` The exact iSwiGLU where the computed exponential leaves the range
+#: (``|z| > 87``,
 #: float32; ``> 708``, float64) is below ``z^2 e^-|z|``: under these absolute terms.
 _ISWIGLU_TAIL: dict[str, float] = {"float64": 2.0**-1000, "float32": 2.0**-100}
 
@@ -102,12 +80,24 @@ class Arithmetic:
         Format of the arithmetic (accumulation, statistics, softmax).
     exp : str
         Key of :data:`EXP_ACCURACY` for the softmax exponential.
+    device : str
+        Where it computes: a torch device, or ``"numpy"`` (the reference).
     """
 
     impl: str
     dtype: str
     compute: str
     exp: str
+    device: str = "cpu"
+
+    def require_gradual(self) -> None:
+        """Probe this arithmetic's device for subnormal numbers, as the bounds assume them.
+
+        Every call (a process can change the mode); raises
+        :class:`~pyverify.fp.underflow.FlushToZero` unless the device keeps them
+        (:mod:`pyverify.fp.underflow`).
+        """
+        require_gradual(self.device, self.dtype, self.compute)
 
     @property
     def u_io(self) -> float:
@@ -140,42 +130,118 @@ class Arithmetic:
         return 0.0 if self.compute == "float64" else self.u_c
 
 
-def arithmetic(impl: str, dtype: str, compute: str | None = None) -> Arithmetic:
-    """The :class:`Arithmetic` of implementation ``impl`` at ``dtype``."""
+def _arithmetic(impl: str, dtype: str, compute: str | None, device: str) -> Arithmetic:
     comp = compute or ("float64" if dtype == "float64" else "float32")
     if impl == "reference":
-        return Arithmetic("reference", "float64", "float64", "numpy")
+        return Arithmetic("reference", "float64", "float64", "numpy", "numpy")
     if comp == "float64":
-        return Arithmetic(impl, dtype, comp, "sleef")
-    return Arithmetic(
-        impl, dtype, comp, "fexp_u20" if dtype in ("bfloat16", "float16") else "exp_u20"
-    )
+        return Arithmetic(impl, dtype, comp, "sleef", device)
+    exp = "fexp_u20" if dtype in ("bfloat16", "float16") else "exp_u20"
+    return Arithmetic(impl, dtype, comp, exp, device)
 
 
-REFERENCE_ARITHMETIC = arithmetic("reference", "float64")
+def arithmetic(
+    impl: str, dtype: str, compute: str | None = None, device: str = "cpu"
+) -> Arithmetic:
+    """The :class:`Arithmetic` of implementation ``impl`` at ``dtype`` on ``device``.
+
+    Probes the device for subnormal numbers first (:meth:`Arithmetic.require_gradual`):
+    raises :class:`~pyverify.fp.underflow.FlushToZero` where the bounds do not hold.
+    """
+    ar = _arithmetic(impl, dtype, compute, device)
+    ar.require_gradual()
+    return ar
+
+
+#: The float64 reference's arithmetic (not probed here: every bound function probes).
+REFERENCE_ARITHMETIC = _arithmetic("reference", "float64", None, "numpy")
 
 
 def _gm(n: int, u: float) -> float:
+    """``gamma_n(u)``, 0 for ``n <= 0``; refuses ``n u >= 1`` (``precision.gamma``)."""
     return gamma(n, u) if n > 0 else 0.0
 
 
 # --------------------------------------------------------------------------- scores
-def scores_bound(ar: Arithmetic, q, k, G, dG=None, path: str = "sdpa") -> np.ndarray:
+#: The score paths: how the scores are formed (:func:`scores_bound`).
+SCORE_PATHS = ("reference", "matmul", "split", "sdpa", "sdpa_split", "sdpa_rounded", "sdpa_plain")
+
+
+def _x_error(ar: Arithmetic, q, G, path: str):
+    """``(|X|, dX)``: bounds of the exact ``|Q G|`` and of the error of the product's input.
+
+    The input is ``fl(Q G)``, rounded to the input format, or split ``hi + lo``:
+    ``[fp_matmul]`` for ``fl(Q G)`` (``dk`` terms at ``u_c``), one rounding to the input
+    format (``[fp_elementwise]``, ``L = 1``: ``u_io |x| + eta_io``), or the split:
+    ``|hi + lo - x| <= u_io |x - hi| + eta_io``.
+    """
+    dk = q.shape[-1]
+    qa, Ga = np.abs(q), np.abs(G)
+    QG = qa @ Ga
+    absX = np.abs(q @ G) + gamma(dk, UNIT_ROUNDOFF["float64"]) * QG  # float64 evaluation
+    if path == "sdpa_plain":
+        return qa, np.zeros_like(q)
+    u, eta, uio, etaio = ar.u_c, ar.eta_c, ar.u_io, ar.eta_io
+    dX = fp_matmul(qa, Ga, u, eta)
+    rounded = path == "sdpa_rounded" or (path == "matmul" and ar.reduced)
+    if rounded:
+        dX = dX + uio * (absX + dX) + etaio
+    elif path in ("split", "sdpa_split"):
+        dX = dX + uio * (uio * (absX + dX) + etaio) + etaio
+    return absX, dX
+
+
+def scores_bound(
+    ar: Arithmetic, q, k, G, dG=None, path: str = "sdpa", backend: str = "flash"
+) -> np.ndarray:
     """Entrywise bound of the computed scores against exact ``Q G K^T / sqrt(dk)``.
 
-    ``[fp_head_scores]`` with ``X`` and the score product from ``fp_mixed_precision``.
     ``G`` is the metric the implementation uses (held), ``dG`` a bound of its distance
-    to the exact metric (None: 0). Paths: ``reference`` (``(Q G) K^T / sqrt(dk)`` in
-    float64); ``matmul`` (the kernels' ``scores``: ``Q G`` in the compute dtype, rounded
-    to the input format when that is lower, ``@ K^T``, times ``dk^-1/2``); ``split``
-    (``Q G = hi + lo``, ``hi K^T + lo K^T``, as the compensated kernels feed SDPA);
-    ``sdpa`` (SDPA on ``fl(Q G)``); ``sdpa_split`` (SDPA on ``[hi, lo]``); ``sdpa_rounded``
-    (SDPA on ``Q G`` rounded to the input format: ``collapsed``); ``sdpa_plain`` (SDPA on
-    ``Q``, ``G = I`` never formed).
+    to the exact metric (None: 0). Paths (:data:`SCORE_PATHS`): ``reference``
+    (``(Q G) K^T / sqrt(dk)`` in float64); ``matmul`` (the kernels' ``scores``: ``Q G`` in
+    the compute dtype, rounded to the input format when that is lower, ``@ K^T``, times
+    ``dk^-1/2``); ``split`` (``Q G = hi + lo``, ``hi K^T + lo K^T``); ``sdpa`` (SDPA on
+    ``fl(Q G)``); ``sdpa_split`` (SDPA on ``[hi, lo]`` against ``[K, K]``: the compensated
+    kernels); ``sdpa_rounded`` (SDPA on ``Q G`` rounded to the input format:
+    ``collapsed``); ``sdpa_plain`` (SDPA on ``Q``, ``G = I`` never formed). ``backend``:
+    how SDPA forms its scores: ``flash`` (torch's fused CPU kernel: ``fl(fl(X K^T) fl(tau))``)
+    or ``math`` (its MATH backend: ``fl(X fl(sqrt tau))`` and ``fl(K fl(sqrt tau))``, then
+    their product, in float32 for every dtype below it).
+
+    The bound is the smaller of two proved ones: ``[fp_head_scores]`` (``X ~ Q G`` and the
+    score product from ``fp_mixed_precision``, the scale and its rounding), and the chain
+    ``[fp_matmul]`` (``X``) -> ``[fp_mixed_precision]`` propagated (the product on the
+    computed ``X``, ``+ |K| dX``) -> ``[fp_elementwise]`` (the scale: ``L = tau``), which
+    charges the second product ``|X| |K|`` instead of ``|Q| |G| |K|`` (``|X| = |Q G|``,
+    evaluated in float64 with its own error added).
     """
+    ar.require_gradual()
     q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
     dk = q.shape[-1]
     G = np.eye(dk) if G is None else np.asarray(G, np.float64)
+    if path not in SCORE_PATHS:
+        raise ValueError(f"unknown scores path {path!r}")
+    sdpa = path.startswith("sdpa")
+    if backend == "math" and sdpa:
+        return _math_scores(ar, q, k, G, dG, path)
+    a = _scores_theorem(ar, q, k, G, dG, path)
+    return np.minimum(a, _scores_chain(ar, q, k, G, dG, path))
+
+
+def _scale(ar: Arithmetic, path: str) -> tuple[float, float, float]:
+    """``(u_tau, u_s, eta_s)``: the held scale's and the scaling's roundings.
+
+    ``[fp_head_scores]``'s ``u_tau``, ``u_s``, ``eta_s``.
+    """
+    u, eta = ar.u_c, ar.eta_c
+    if path == "reference":
+        return _gm(1, u), u, eta  # / fl(sqrt(dk))
+    return prod1m(2 * UNIT_ROUNDOFF["float64"], u), u, eta  # dk**-0.5 in double, held
+
+
+def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
+    """``[fp_head_scores]`` as stated (``|Q||G^||K|`` on both products)."""
+    dk = q.shape[-1]
     qa, ka, Ga = np.abs(q), np.abs(k), np.abs(G)
     QG = qa @ Ga
     P = QG @ ka.T
@@ -186,152 +252,92 @@ def scores_bound(ar: Arithmetic, q, k, G, dG=None, path: str = "sdpa") -> np.nda
     g = _gm(dk, u)
     h = (1 + _gm(dk - 1, u)) * dk * eta  # product underflows in one row of Q G
     h2 = (1 + _gm(dk - 1, u)) * dk * eta
-    u_tau = (1 + 2 * UNIT_ROUNDOFF["float64"]) * (1 + u) - 1  # dk**-0.5 in double, then held
-    u_s, eta_s = u, eta
+    u_tau, u_s, eta_s = _scale(ar, path)
     uio, etaio = ar.u_io, ar.eta_io
-    if path == "reference":
-        e1, h1, e2 = g, h, g
-        u_tau = _gm(1, u)  # 1 / fl(sqrt(dk))
-    elif path in ("sdpa", "matmul") and not (path == "matmul" and ar.reduced):
+    if path in ("reference", "sdpa") or (path == "matmul" and not ar.reduced):
         e1, h1, e2 = g, h, g
     elif path in ("matmul", "sdpa_rounded"):
-        e1, h1, e2 = (1 + uio) * (1 + g) - 1, (1 + uio) * h + etaio, g
+        e1, h1, e2 = prod1m(uio, g), (1 + uio) * h + etaio, g
     elif path in ("split", "sdpa_split"):
-        e1, h1 = (1 + uio * uio) * (1 + g) - 1, (1 + uio * uio) * h + (1 + uio) * etaio
-        # the 2 dk products of [hi, lo] with [k, k] are exact in float32; their sum is
-        # within gamma_{2dk} of sum (|hi| + |lo|)|k|, bounded a priori through |Q G|
+        e1, h1 = prod1m(uio * uio, g), (1 + uio * uio) * h + (1 + uio) * etaio
+        # the 2 dk products of [hi, lo] with [k, k]; their sum is within gamma_{2dk} of
+        # sum (|hi| + |lo|)|k|, bounded a priori through |Q G|
         hl = (1 + uio) ** 2 * ((1 + g) * P + h * krow) + (3 + uio) * etaio * krow
         e2 = 0.0
         h2 = gamma(2 * dk, u) * hl + (1 + _gm(2 * dk - 1, u)) * 2 * dk * eta
-    elif path == "sdpa_plain":
+    else:  # sdpa_plain
         e1, h1, e2 = 0.0, 0.0, g
-    else:
-        raise ValueError(f"unknown scores path {path!r}")
     return EVAL_SLACK * fp_head_scores(
         P, tau, e1, e2, u_tau, u_s, h1k=h1 * krow, h2=h2, q_dg_k=q_dg_k, eta_s=eta_s
     )
 
 
-# --------------------------------------------------------------------------- attention
-def _rows(shape: tuple[int, int], causal: bool) -> np.ndarray:
-    s_q, s_k = shape
-    if not causal:
-        return np.ones((s_q, s_k), dtype=bool)
-    return np.arange(s_k)[None, :] <= (np.arange(s_q)[:, None] + (s_k - s_q))
+def _product(ar: Arithmetic, absX, dX, k, path: str):
+    """``(|P|, dP)``: the unscaled score product on the computed ``X`` and its error.
 
-
-def _row_params(ar: Arithmetic, x, delta, dx, allowed):
-    """Per row: keys ``n``, ``sigma >= 1/S``, ``c_e`` (``fp_softmax_exp``)."""
-    big = np.where(allowed, x, -np.inf).max(axis=-1)
-    small = np.where(allowed, x, np.inf).min(axis=-1)
-    dmax = np.where(allowed, delta, 0.0).max(axis=-1)
-    spread = big - small + 2 * np.where(allowed, delta + dx, 0.0).max(axis=-1)
-    if np.any(dmax >= 1):
-        raise ValueError("a score's error bound reaches 1: no softmax bound")
-    sigma = 1.0 / (1.0 - dmax)  # S >= exp(x_j* - m) >= 1 - delta (m = max computed score)
-    u_exp, _ = EXP_ACCURACY[ar.exp]
-    ce = fp_softmax_exp_factor(dmax, spread, ar.u_c, u_exp)
-    return allowed.sum(axis=-1), sigma, ce
-
-
-def _output_bounds(ar: Arithmetic, mass, n, ce, sigma, vsum) -> np.ndarray:
-    """The output bound of every row (arrays: rows x columns, row quantities as (S, 1)).
-
-    The reference: ``fp_head_output_normalized`` with ``fp_softmax`` weights. The kernels:
-    the larger of ``fp_head_output`` (fused: ``N^ * (1 / D^)``) and the normalise-first
-    order of older torch versions (weights rounded to the input format before ``p V``).
+    ``[fp_mixed_precision]`` with ``+ |K| dX`` (``fp_mixed_precision_propagated``).
     """
-    u, uio, etaio, eta = ar.u_c, ar.u_io, ar.eta_io, ar.eta_c
-    _, eta_e = EXP_ACCURACY[ar.exp]
-    low = ar.impl != "reference" and ar.reduced
-    u_d = (1 + u) * (1 + uio) - 1 if low else u
-    eta_d = (etaio + eta) if low else eta
-    rel, ab = fp_softmax_coefficients(ce, n, u, u_d, sigma, eta_e, eta_d)
-    bound = fp_head_output_normalized(
-        mass, rel, n, u, 0.0 if low else u, uio if low else 0.0, vsum,
-        eta_p=ab, eta_g_sum=n * eta, eta_y=etaio if low else 0.0,
-    )  # fmt: skip
-    if ar.impl == "reference":
-        return bound
-    if low:  # exponentials rounded to the input format for p V; exact float32 products
-        e_p, eta_g, w, eta_y = (
-            uio,
-            etaio * vsum + n * eta,
-            (1 + u) ** 2 * (1 + uio) - 1,
-            etaio + eta,
-        )
+    dk = k.shape[-1]
+    ka = np.abs(k)
+    u, eta, uio, etaio = ar.u_c, ar.eta_c, ar.u_io, ar.eta_io
+    Xc = absX + dX  # |computed X|
+    if path in ("split", "sdpa_split"):  # sum over the 2 dk leaves hi k and lo k
+        mass = ((1 + uio) ** 2 * Xc + (3 + uio) * etaio) @ ka.T
+        n = 2 * dk
     else:
-        e_p, eta_g, w, eta_y = u, n * eta, (1 + u) ** 2 - 1, eta
-    fused = fp_head_output(mass, ce, n, u, e_p, w, sigma, vsum, eta_e, eta_g, eta_y)
-    return np.maximum(bound, fused)
+        mass, n = Xc @ ka.T, dk
+    dP = fp_mixed_precision(mass, n, u, eta_sum=n * eta) + dX @ ka.T
+    return absX @ ka.T, dP
 
 
-def attention_bound(
-    ar: Arithmetic,
-    q,
-    k,
-    v,
-    G=None,
-    dG=None,
-    *,
-    causal: bool = True,
-    path: str | None = None,
-    mass=None,
-) -> np.ndarray:
-    """Entrywise bound of the computed ``softmax(Q G K^T / sqrt(dk) + mask) V`` (S_q, dv).
+def _scores_chain(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
+    """``[fp_head_scores]`` by a chain of theorems.
 
-    The scores' bound (:func:`scores_bound` on ``path``; default ``reference`` for the
-    reference, ``sdpa_split`` for reduced kernels, else ``sdpa``) enters each row's
-    exponentials through ``fp_softmax_exp``; the output is ``fp_head_output_normalized``
-    (reference) or the larger of ``fp_head_output`` and ``fp_head_output_normalized``
-    (kernels). ``mass`` bounds ``sum_j p_ij |v_jc|`` (default ``max_j |v_jc|`` over the
-    row's keys, since the weights sum to 1).
+    ``[fp_matmul]`` -> ``[fp_mixed_precision]`` (propagated) -> ``[fp_elementwise]`` (the
+    scale ``tau = dk^-1/2``).
     """
-    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    if path is None:
-        path = "reference" if ar.impl == "reference" else ("sdpa_split" if ar.reduced else "sdpa")
-    if ar.impl != "reference" and k.shape[0] > KV_BLOCK:
-        raise ValueError(f"more than {KV_BLOCK} keys: torch rescales blocks (not covered)")
     dk = q.shape[-1]
-    Gm = np.eye(dk) if G is None else np.asarray(G, np.float64)
-    delta = scores_bound(ar, q, k, Gm, dG, path)
-    x = (q @ Gm) @ k.T / math.sqrt(dk)
-    dx = scores_bound(REFERENCE_ARITHMETIC, q, k, Gm, dG, "reference")
-    allowed = _rows((q.shape[0], k.shape[0]), causal)
-    n_row, sigma, ce = _row_params(ar, x, delta, dx, allowed)
-    va = np.abs(v)
-    if mass is None:
-        mass = np.where(allowed[:, :, None], va[None, :, :], 0.0).max(axis=1)
-    vsum = allowed.astype(np.float64) @ va
-    col = (n_row[:, None], ce[:, None], sigma[:, None])
-    return EVAL_SLACK * _output_bounds(ar, np.asarray(mass, np.float64), *col, vsum)
+    tau = dk**-0.5
+    absX, dX = _x_error(ar, q, G, path)
+    absP, dP = _product(ar, absX, dX, k, path)
+    u_tau, u_s, eta_s = _scale(ar, path)
+    r = prod1m(u_tau, u_s)
+    bound = fp_elementwise(tau, dP, r, tau * absP, eta_s)
+    if dG is not None:
+        bound = bound + tau * (np.abs(q) @ np.asarray(dG, np.float64)) @ np.abs(k).T
+    return EVAL_SLACK * bound
 
 
-def softmax_bound(ar: Arithmetic, E, dE=None, *, causal: bool = False, p=None) -> np.ndarray:
-    """Entrywise bound of the implementation's ``softmax(E)`` against the exact softmax.
+def _math_scores(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
+    """Scores of torch's MATH SDPA backend on the computed ``X`` (``[fp_summation]``).
 
-    ``E`` as held (rounded), ``dE`` its distance to the exact scores (None: 0), ``p`` an
-    entrywise upper bound of the exact weights (default 1). The reference computes
-    ``fp_softmax``; the kernels run SDPA with ``Q = E``, ``K = V = I``, ``scale = 1``
-    (exact scores): an attention output whose ``v`` is a unit vector, bounded as in
-    :func:`attention_bound` (mass ``p_ik``, ``sum_j |v_j| = 1``).
+    Leaves ``fl(fl(x_i s) fl(k_i s))``, ``s = fl32(sqrt(tau))`` (``sqrt`` in double, then
+    held: ``s^2 = tau (1 + d0)^2``), summed in any order: each leaf within
+    ``e M_i + eta_i`` of ``x_i k_i s^2`` with ``M_i = s^2 |x_i k_i|``, ``e = (1 + u)^3 - 1``
+    and ``eta_i = (1 + u)(eta s (1 + u)(|x_i| + |k_i|) + eta^2) + eta`` (the two scalings and
+    the product may underflow), ``fp_summation_perturbed``; then ``s^2`` against ``tau``
+    (``((1 + d0)^2 - 1) tau sum |x k|``) and the propagated ``tau |K| dX``.
     """
-    E = np.asarray(E, np.float64)
-    s_q, s_k = E.shape
-    delta = np.zeros_like(E) if dE is None else np.asarray(dE, np.float64)
-    allowed = _rows((s_q, s_k), causal)
-    n_row, sigma, ce = _row_params(ar, E, delta, 0.0 * E, allowed)
-    pw = np.ones_like(E) if p is None else np.asarray(p, np.float64)
-    col = (n_row[:, None], ce[:, None], sigma[:, None])
-    if ar.impl == "reference":
-        u = ar.u_c
-        n_c, ce_c, sigma_c = col
-        eta_e = EXP_ACCURACY[ar.exp][1]
-        rel, ab = fp_softmax_coefficients(ce_c, n_c, u, u, sigma_c, eta_e, ar.eta_c)
-        bound = rel * pw + ab
+    dk = q.shape[-1]
+    tau = dk**-0.5
+    u, eta = ar.u_c, ar.eta_c
+    absX, dX = _x_error(ar, q, G, path)
+    Xc = absX + dX
+    ka = np.abs(k)
+    if path == "sdpa_split":  # the 2 dk leaves hi k and lo k
+        Xc = (1 + ar.u_io) ** 2 * Xc + (3 + ar.u_io) * ar.eta_io
+        krow, n = 2 * ka.sum(axis=-1)[None, :], 2 * dk
     else:
-        bound = _output_bounds(ar, pw, *col, np.ones_like(E))
-    return EVAL_SLACK * np.where(allowed, bound, 0.0)
+        krow, n = ka.sum(axis=-1)[None, :], dk
+    d0 = prod1m(2 * UNIT_ROUNDOFF["float64"], u)  # fl32(sqrt(tau)), sqrt in double
+    s_hi = math.sqrt(tau) * (1 + d0)
+    mass = s_hi**2 * (Xc @ ka.T)
+    eta_sum = (1 + u) * (eta * s_hi * (1 + u) * (Xc.sum(axis=-1)[:, None] + krow) + n * eta**2)
+    bound = fp_summation_perturbed(mass, eta_sum + n * eta, n, u, prod1m(u, u, u))
+    bound = bound + prod1m(d0, d0) * tau * (Xc @ ka.T) + tau * (dX @ ka.T)
+    if dG is not None:
+        bound = bound + tau * (np.abs(q) @ np.asarray(dG, np.float64)) @ ka.T
+    return EVAL_SLACK * bound
 
 
 # --------------------------------------------------------------------------- pipeline stages
@@ -342,6 +348,7 @@ def linear_stage_bound(ar: Arithmetic, W, X, b=None, dX=None) -> np.ndarray:
     ``u_hold``), ``X`` the implementation's own input, ``dk + 1`` leaves (the bias one of
     them) in any order at ``u_c``; ``fp_mixed_precision_propagated`` adds ``|W| dX``.
     """
+    ar.require_gradual()
     W, X = np.asarray(W, np.float64), np.asarray(X, np.float64)
     n = W.shape[-1] + (0 if b is None else 1)
     mass = np.abs(W) @ np.abs(X) + (0.0 if b is None else np.abs(np.asarray(b, np.float64)))
@@ -359,11 +366,12 @@ def metric_tensor_bound(ar: Arithmetic, z, dz, eps: float) -> np.ndarray:
     quotient, two products, ``+ eps``) has relative error
     ``1 / ((1 - u_lib)^2 (1 - u)^5) - 1``; the held ``eps`` is off by ``u_hold eps``.
     """
+    ar.require_gradual()
     z, dz = np.abs(np.asarray(z, np.float64)), np.asarray(dz, np.float64)
     m = z + dz
     lip = m * (2 + m)
     u, ul = ar.u_c, LIB_ACCURACY[ar.compute]
-    r = 1.0 / ((1 - ul) ** 2 * (1 - u) ** 5) - 1
+    r = inv1m(ul, ul, u, u, u, u, u)
     s = 1.0 / (1.0 + np.exp(-np.clip(z, -700, 700)))
     f = z * z * np.maximum(s, 1.0 - s) + eps  # >= |iSwiGLU(+-z)| + eps
     bound = fp_elementwise(lip, dz, r, f, _ISWIGLU_TAIL[ar.compute]) + ar.u_hold * eps
@@ -377,6 +385,7 @@ def power_stage_bound(ar: Arithmetic, x, dx, P, P_held) -> np.ndarray:
     monotone), the routine's relative error ``(1 + u_lib) exp(|ln x^| |P^ - P|) - 1``
     (the held exponent ``P^``), absolute ``SMALLEST_NORMAL``-level underflow.
     """
+    ar.require_gradual()
     x, dx = np.asarray(x, np.float64), np.asarray(dx, np.float64)
     P, Ph = np.asarray(P, np.float64), np.asarray(P_held, np.float64)
     lo = x - dx
@@ -385,6 +394,6 @@ def power_stage_bound(ar: Arithmetic, x, dx, P, P_held) -> np.ndarray:
     lip = np.abs(P) * np.maximum(lo ** (P - 1), (x + dx) ** (P - 1))
     xh = np.maximum(lo, 1e-300)
     logx = np.maximum(np.abs(np.log(xh)), np.abs(np.log(x + dx)))
-    r = (1 + LIB_ACCURACY[ar.compute]) * np.exp(logx * np.abs(Ph - P)) - 1
+    r = np.expm1(np.log1p(LIB_ACCURACY[ar.compute]) + logx * np.abs(Ph - P))
     bound = fp_elementwise(lip, dx, r, x**P, 2 * UNDERFLOW[ar.compute])
     return EVAL_SLACK * bound

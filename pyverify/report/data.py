@@ -203,6 +203,13 @@ def _version(mod: str) -> str | None:
         return None
 
 
+def _underflow(cuda: bool) -> dict[str, Any]:
+    """What each device does with subnormal numbers, per dtype (:mod:`pyverify.fp.underflow`)."""
+    from pyverify.fp.underflow import survey
+
+    return survey(["cpu", *(["cuda"] if cuda else [])])
+
+
 def environment_data(
     *,
     durations: dict[str, float],
@@ -237,6 +244,7 @@ def environment_data(
                 "matplotlib",
             )
         },
+        "underflow": _underflow(cuda),
         "torch": {
             "threads": torch.get_num_threads(),
             "cuda_available": cuda,

@@ -38,7 +38,17 @@ DECLARED_FLOATS = frozenset({"tolerance", "absorb_tol", "rank_rtol"})
 _ROW_IDS = ("case", "path", "against", "dtype", "stage")
 _SUMMARY_IDS = ("dtype", "path", "stage")
 _ROW_MEASURED = ("max_rel", "median_rel", "tolerance", "note", "proved", "proved_ratio")
-_SUMMARY_MEASURED = ("max_rel", "median_rel", "tolerance", "worst_ratio", "proved", "proved_ratio")
+_SUMMARY_MEASURED = (
+    "max_rel",
+    "median_rel",
+    "tolerance",
+    "worst_ratio",
+    "proved",
+    "proved_ratio",
+    "tightness_worst",
+    "tightness_median",
+    "tightness_cases",
+)
 
 
 class _Gone:

@@ -93,7 +93,7 @@ def error_by_dtype(summary: list[dict[str, Any]], path: Path) -> Path | None:
     x = np.arange(len(_STAGES))
     dtypes = [d for d in _DTYPES if any(r["dtype"] == d for r in rows)]
     width = 0.8 / max(1, len(dtypes))
-    floor = 1e-18
+    log_bottom = 1e-18
     for i, dt in enumerate(dtypes):
         err, tol = [], []
         for s in _STAGES:
@@ -102,7 +102,7 @@ def error_by_dtype(summary: list[dict[str, Any]], path: Path) -> Path | None:
             err.append(worst["max_rel"] if worst else np.nan)
             tol.append(worst["tolerance"] if worst else np.nan)
         xs = x - 0.4 + width * (i + 0.5)
-        ax.bar(xs, np.maximum(np.array(err), floor), width, label=dt, bottom=0)
+        ax.bar(xs, np.maximum(np.array(err), log_bottom), width, label=dt, bottom=0)
         ax.scatter(xs, tol, marker="_", s=220, color="black", zorder=3)
     ax.set_yscale("log")
     ax.set_xticks(x, _STAGES)

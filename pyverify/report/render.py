@@ -10,6 +10,7 @@ from pyverify.report.markdown import num as _g
 from pyverify.report.markdown import sci as _e
 from pyverify.report.markdown import table as _table
 from pyverify.report.markdown import verdict as _verdict
+from pyverify.report.tightness import tightness_lines
 
 __all__ = ["render_index"]
 
@@ -168,9 +169,10 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         "floating-point theorems of `lean/Pldr/Float` (`pyverify/fp/models.py`: each "
         "implementation's arithmetic, stage by stage, the previous stage's measured "
         "difference as its input bound), in the same measure; every entry must lie within "
-        "it, so the proved bound is the ceiling of the tolerance. `-`: no proved bound "
-        "(the metric learner: LayerNorm's moments are outside the model; or a premise that "
-        "fails, such as a score error bound above 1)."
+        "it, and where a stage has one it *is* the row's tolerance (rule `proved: IDs`); "
+        "the statistical tolerances of `pyverify/tolerance.py` are the fallback of the "
+        "rest. `-`: no proved bound (the metric learner: torch's LayerNorm moments are "
+        "outside the model; or a premise that fails, such as a score error bound above 1)."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
     rows = []
@@ -185,7 +187,8 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
     header = ["dtype", "path", "stage", "cases", "max rel. error", "median", "its tolerance"]
     more = ["worst error/tol.", "proved bound", "worst measured/proved", "result"]
     lines += _table([*header, *more], rows)
-    lines += ["", "<details><summary>every comparison</summary>", ""]
+    lines += ["", *tightness_lines(cc["summary"], _table)]
+    lines += ["<details><summary>every comparison</summary>", ""]
     full = []
     for r in cc["rows"]:
         shape = "x".join(map(str, r["shape"]))

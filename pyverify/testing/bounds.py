@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pyverify.fp.attention import softmax_bound
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_matmul
 from pyverify.fp.models import (
     linear_stage_bound,
     power_stage_bound,
-    softmax_bound,
 )
 from pyverify.fp.models import (
     metric_tensor_bound as _metric_tensor_bound,
@@ -85,7 +85,7 @@ def softmax_rel_bound(impl: Impl, E, causal: bool = False) -> float:
     """``[fp_softmax]`` / ``[fp_head_output]``: a relative bound of every computed weight.
 
     The implementation's softmax of the held scores ``E``
-    (:func:`pyverify.fp.models.softmax_bound`: the reference's order, or the kernels' fused
+    (:func:`pyverify.fp.attention.softmax_bound`: the reference's order, or the kernels' fused
     SDPA) divided by the weight, at its worst over the allowed entries: the bound is
     ``rel p + abs`` and the weights are taken from a float64 softmax of ``E`` (its own
     relative error below ``1e-12``, absorbed). The tests keep every weight normal, so the

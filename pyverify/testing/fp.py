@@ -17,27 +17,60 @@ import mpmath
 import numpy as np
 
 from pyverify.fp.models import Arithmetic, arithmetic
+from pyverify.precision import gamma
 from pyverify.testing.exact import Mat
 
 __all__ = [
     "MP_DPS",
     "MP_REL",
     "arith",
+    "attention_path",
     "exact_product",
     "mp_excess",
+    "pinned_sdpa",
     "worst_excess",
 ]
 
 #: Digits of the mpmath oracles.
 MP_DPS = 50
-#: Relative error of an mpmath oracle value at MP_DPS digits (its rounding and the few
-#: operations of a softmax or attention row; far below any float64 bound).
-MP_REL = 1e-45
+#: ``[fp_summation]`` Relative error of an mpmath oracle value at MP_DPS digits: at most
+#: ``2^20`` roundings on a path at ``10^-MP_DPS`` (a softmax or attention row; far below
+#: any float64 bound).
+MP_REL = gamma(2**20, 10.0**-MP_DPS)
 
 
 def arith(impl: Any) -> Arithmetic:
     """The arithmetic the bounds assume for ``impl`` (a :class:`~pyverify.testing.impls.Impl`)."""
-    return arithmetic(impl.name, impl.dtype, getattr(impl, "compute", "") or None)
+    return arithmetic(
+        impl.name, impl.dtype, getattr(impl, "compute", "") or None, getattr(impl, "device", "cpu")
+    )
+
+
+def attention_path(impl: Any, collapsed: bool = False) -> str:
+    """How ``impl`` forms the scores it feeds SDPA (:func:`pyverify.fp.models.scores_bound`).
+
+    The reference: ``reference``; the kernels' G-cached head: ``sdpa_split`` below float32
+    (the compensated ``[hi, lo]``), else ``sdpa``; the collapsed head: ``sdpa_rounded``
+    below float32, else ``sdpa``.
+    """
+    ar = arith(impl)
+    if ar.impl == "reference":
+        return "reference"
+    if ar.reduced:
+        return "sdpa_rounded" if collapsed else "sdpa_split"
+    return "sdpa"
+
+
+def pinned_sdpa(impl: Any, path: str, dq: int, dv: int) -> Any:
+    """A context running ``impl``'s SDPA on the backend its bound models, and only it.
+
+    :func:`pyverify.fp.attention.sdpa_backend` of the path and head sizes; torch raises
+    where it cannot run that backend, so the test then fails instead of measuring
+    another kernel against the bound.
+    """
+    from pyverify.fp.attention import pinned, sdpa_backend
+
+    return pinned(sdpa_backend(path, dq, dv), getattr(impl, "device", "cpu"))
 
 
 def exact_product(A: np.ndarray, B: np.ndarray) -> Mat:

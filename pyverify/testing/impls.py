@@ -113,7 +113,7 @@ def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float
     """Proved bound of ``max |computed - exact|`` for ``softmax(Q G K^T / sqrt(dk)) V``.
 
     ``[fp_head_output]`` (with ``fp_head_scores`` and ``fp_softmax``):
-    :func:`pyverify.fp.models.attention_bound` for the implementation's arithmetic, on
+    :func:`pyverify.fp.attention.attention_bound` for the implementation's arithmetic, on
     inputs already representable in ``impl.dtype`` with ``G`` as the implementation
     holds it (None: the identity), causal or not (the larger of the two), at its largest
     entry.
@@ -134,7 +134,7 @@ def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float
     float
         The bound on ``max |computed - exact|``.
     """
-    from pyverify.fp.models import attention_bound as entrywise
+    from pyverify.fp.attention import attention_bound as entrywise
     from pyverify.testing.fp import arith
 
     ar = arith(impl)

@@ -28,12 +28,48 @@ TINY = 1e-3
 def floats(scale: float = 3.0, tiny: float = TINY) -> st.SearchStrategy[float]:
     """Floats of magnitude 0 or in ``[tiny, scale]``, either sign.
 
-    The tolerances are first-order relative error bounds, valid in the normal range of
-    every dtype involved. Magnitudes below ``tiny`` would let products and cancellations
-    fall into gradual underflow (float16 subnormals start at 6e-5; float64 squares of
-    1e-200 flush to 0), whose absolute errors a relative bound does not describe.
+    These keep every input and every product of two of them in the normal range of every
+    dtype involved, where a rounding has relative error ``u``; the absolute (underflow)
+    terms ``eta`` of the proved bounds are then never the larger part. The tests that
+    exercise ``eta`` draw from :func:`subnormal_floats` instead.
     """
     mag = st.floats(tiny, scale, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    return st.one_of(st.just(0.0), mag, mag.map(lambda x: -x))
+
+
+#: ``emin`` (the smallest normal is ``2^emin``) and the smallest subnormal's exponent.
+_EMIN: dict[str, tuple[int, int]] = {
+    "float64": (-1022, -1074),
+    "float32": (-126, -149),
+    "bfloat16": (-126, -133),
+    "float16": (-14, -24),
+}
+
+
+def underflow_band(dtype: str, compute: str) -> tuple[int, int]:
+    """Exponents ``[lo, hi]`` of inputs whose pairwise products fall below the normal range.
+
+    Inputs ``m 2^e`` (``1 <= m < 2``) with ``e`` in the band are normal or subnormal
+    numbers of ``dtype`` (so rounding them to it stays in its range), and their products
+    ``2^(2e)``-ish reach from just above ``compute``'s smallest normal down ``~20`` binades
+    into its subnormals, where a rounded product has the absolute error ``eta`` of the
+    bounds. Where no such input exists in ``dtype`` (float16 inputs, float32
+    arithmetic: every product of two float16 numbers is normal in float32) the band is
+    ``dtype``'s own subnormal range: the rounding of the inputs, then, is what underflows.
+    """
+    emin_c, _ = _EMIN[compute]
+    emin_d, sub_d = _EMIN[dtype]
+    lo, hi = (emin_c - 20) // 2, (emin_c + 2) // 2
+    if hi < sub_d:
+        return sub_d, emin_d
+    return max(lo, sub_d), hi
+
+
+def subnormal_floats(band: tuple[int, int]) -> st.SearchStrategy[float]:
+    """``0`` or ``+-m 2^e`` with ``e`` in ``band`` (:func:`underflow_band`), ``1 <= m < 2``."""
+    lo, hi = band
+    mag = st.builds(lambda m, e: m * 2.0**e, st.floats(1.0, 2.0, exclude_max=True),
+                    st.integers(lo, hi))  # fmt: skip
     return st.one_of(st.just(0.0), mag, mag.map(lambda x: -x))
 
 
