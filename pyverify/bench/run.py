@@ -46,22 +46,12 @@ __all__ = ["check_device", "run_bench"]
 
 
 def _bench_p1(device, dtype, shapes, reps, progress, rows):
-    import torch.nn.functional as F  # noqa: N812
-
-    from pyverify.kernels.collapsed import collapsed_attention
+    from pyverify.bench.cases import collapsed_case
 
     target = 1.10 if device.type == "cpu" else 1.05
-    g = torch.Generator(device="cpu").manual_seed(1)
-    G = (torch.eye(DK) + 0.1 * torch.randn(H, DK, DK, generator=g)).to(device, dtype)
     for B, S in shapes:
-        q, k, v = (torch.randn(B, H, S, DK, generator=g).to(device, dtype) for _ in range(3))
-        o, b = time_pair(
-            lambda q=q, k=k, v=v: collapsed_attention(q, k, v, G),
-            lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-            device,
-            reps=reps,
-            max_seconds=20,
-        )
+        fns = collapsed_case(device, dtype, B, S)
+        o, b = time_pair(fns["ours"], fns["sdpa"], device, reps=reps, max_seconds=20)
         rows.append(make_row("P1 collapsed/SDPA", [B, H, S, DK], dtype, device, o, b, target))
         progress(fmt_row(rows[-1]))
 

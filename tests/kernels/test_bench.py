@@ -75,10 +75,12 @@ def test_peak_extra_bytes_counts_live_temporaries():
 def test_rows_against_the_author_run(monkeypatch):
     """The row functions run end to end (tiny sizes, a fake timer: wiring, not timing)."""
     import pyverify.bench.author_rows as br
+    import pyverify.bench.cases as bc
     from pyverify.bench.rows import make_row as _row
 
     for name, val in (("H", 2), ("DK", 8), ("A_DFF", 6), ("N_RES", 1), ("N_DENSE", 2)):
         monkeypatch.setattr(br, name, val)
+        monkeypatch.setattr(bc, name, val)
     calls = []
 
     def timer(ours, base, device, **_kw):
