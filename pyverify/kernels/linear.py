@@ -18,7 +18,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["SMALL_ROWS", "fused", "linear", "linear_into", "output_major", "output_major_block"]
+__all__ = [
+    "SMALL_ROWS",
+    "fused",
+    "linear",
+    "linear_into",
+    "output_major",
+    "output_major_block",
+]
 
 # Up to this many rows, ``x @ W`` runs as ``(W^T x^T)^T`` on CPU when ``W`` is
 # stored output-major. Measured with MKL 2024.2 on a 2-core AMD EPYC (fp32, the layer
@@ -99,32 +106,33 @@ def output_major_block(
 
 
 def fused(parts: Sequence[torch.Tensor]) -> torch.Tensor | None:
-    """The block the ``parts`` (as :func:`output_major_block` made them) are views of.
+    """The one tensor that ``parts``, placed side by side along their last axis, are views of.
 
     Parameters
     ----------
     parts : sequence of torch.Tensor
-        Output-major matrices (d_in, d_i) or contiguous vectors (d_i,).
+        Tensors with equal shapes but for the last axis, equal strides, each starting
+        where the previous one's last axis ends (as :func:`output_major_block` makes
+        them).
 
     Returns
     -------
     torch.Tensor or None
-        (d_in, sum d_i) (or (sum d_i,)) over the same memory, or ``None`` when the
-        parts do not lie next to each other in that layout (then multiply them one
-        by one).
+        The view ``(..., sum of the last axes)`` over the same memory, or ``None`` when
+        the parts do not lie so (then multiply them one by one).
     """
     first = parts[0]
-    if any(p.dtype != first.dtype or p.device != first.device for p in parts):
-        return None
-    d_in = first.shape[0] if first.dim() == 2 else 1
-    want = (1, d_in) if first.dim() == 2 else (1,)
+    step = first.stride(-1) * first.element_size()
     ptr, storage = first.data_ptr(), first.untyped_storage().data_ptr()
     for p in parts:
-        if p.dim() != first.dim() or p.stride() != want or (p.dim() == 2 and p.shape[0] != d_in):
+        same = (
+            p.dtype == first.dtype
+            and p.device == first.device
+            and p.shape[:-1] == first.shape[:-1]
+            and p.stride() == first.stride()
+        )
+        if not same or p.data_ptr() != ptr or p.untyped_storage().data_ptr() != storage:
             return None
-        if p.data_ptr() != ptr or p.untyped_storage().data_ptr() != storage:
-            return None
-        ptr += p.numel() * p.element_size()
+        ptr += p.shape[-1] * step
     total = sum(p.shape[-1] for p in parts)
-    shape = (d_in, total) if first.dim() == 2 else (total,)
-    return first.as_strided(shape, want)
+    return first.as_strided((*first.shape[:-1], total), first.stride())
