@@ -165,3 +165,21 @@ def test_train_step_row_times_the_same_step_on_both_sides():
     assert bench_train_step(cpu, 3, lambda _s: None, rows, make_row, timer) is None
     assert [r["benchmark"] for r in rows] == [NAME] and rows[0]["ratio"] == 0.5
     assert calls[0]["grad"] is True and rows[0]["shape"]["preset"] == "small"
+
+
+def test_machine_facts_name_the_cpu_and_the_dispatch():
+    """The bench JSON's meta.machine: what the ratios depend on besides the code."""
+    import json
+
+    from pyverify.bench.machine import CPU_FLAGS, machine_facts
+    from pyverify.dispatch import capability
+
+    facts = machine_facts()
+    json.dumps(facts)  # JSON-serialisable
+    assert set(facts["cpu_flags"]) <= set(CPU_FLAGS)
+    assert facts["torch_cpu_capability"] == capability()
+    assert facts["threads"] == torch.get_num_threads()
+    assert facts["sdpa_kernel"].startswith("aten::")
+    cpuinfo = open("/proc/cpuinfo").read() if __import__("os").path.exists("/proc/cpuinfo") else ""
+    if "avx2" in cpuinfo.split():
+        assert "avx2" in facts["cpu_flags"] and facts["cpu_vendor"] in cpuinfo
