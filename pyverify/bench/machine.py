@@ -12,7 +12,10 @@ instruction set. So every bench JSON records, in ``meta.machine``:
   (:func:`pyverify.dispatch.capability`, ``ATEN_CPU_CAPABILITY`` overrides it), the BLAS
   (MKL's version: on a non-Intel CPU MKL may take a generic path), oneDNN's version, the
   threads, and the environment variables that steer them;
-* which attention kernel the rows' SDPA calls reach here (read off the profiler).
+* which attention kernel the rows' SDPA calls reach here (read off the profiler);
+* the form each few-row product of the decode step took (``(W^T x^T)^T``, ``x W`` or
+  one matrix-vector product per row), timed on this machine
+  (:func:`pyverify.kernels.linear.few_rows_form`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import torch
 
 from pyverify.dispatch import capability
+from pyverify.kernels.linear import few_row_forms
 
 __all__ = ["CPU_FLAGS", "ENV_VARS", "machine_facts"]
 
@@ -108,4 +112,6 @@ def machine_facts(device: torch.device | None = None) -> dict[str, Any]:
         "interop_threads": torch.get_num_interop_threads(),
         "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
         "sdpa_kernel": _sdpa_kernel(dev),
+        # the form each few-row product of a decode step took here (timed once per shape)
+        "few_row_products": few_row_forms(),
     }

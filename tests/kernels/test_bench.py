@@ -108,7 +108,7 @@ def test_rows_against_the_author_run(monkeypatch):
     (ol, _), (al, _) = calls[2]
     assert torch.allclose(ol, al, rtol=1e-4, atol=1e-4)
     # P3 floor: the weight products alone, timed against the same author step
-    assert rows[2]["floor_ratio"] == 0.5 and calls[3][0].shape == (2, 1, ol.shape[-1])
+    assert rows[2]["floor_ratio"] == 0.5 and calls[3][0].shape == (2, ol.shape[-1])
     # P3 full recompute: the same step against the forward pass over context + token
     # (the uncached pass recomputes G with the new query, so the logits differ)
     (sl, _), (full, _) = calls[4]
