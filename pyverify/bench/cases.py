@@ -183,7 +183,7 @@ def weight_products(model: Any, B: int) -> Callable[[], Any]:
             work.append((inp, W, bias))
     work.append((x, p.Wf, p.bf))
     outs = [x.new_empty(B, W.shape[1]) for _, W, _ in work]
-    scratch = [x.new_empty(W.shape[1], B) if B > 1 else None for _, W, _ in work]
+    scratch = [x.new_empty(W.shape[1], B) for _, W, _ in work]
 
     def products() -> torch.Tensor:
         for (inp, W, bias), out, t in zip(work, outs, scratch, strict=True):

@@ -147,8 +147,8 @@ class _Rows:
             )
             for r in self.qkv
         ]  # fmt: skip
-        small = 1 < B and like.device.type == "cpu"
-        self.scratch: dict[int, torch.Tensor] | None = {} if small else None
+        # (d_out, B) buffers for the transposed form of the products (CPU)
+        self.scratch: dict[int, torch.Tensor] | None = {} if like.device.type == "cpu" else None
 
     def usable(self, B: int) -> bool:
         return self.B == B and (not self.inference or torch.is_inference_mode_enabled())
@@ -162,7 +162,7 @@ class _Rows:
         self.kbound_before.copy_(self.kbound)
 
     def mm(self, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, out: torch.Tensor):
-        """``out = x W + b``; at a few rows on CPU through a preallocated transpose."""
+        """``out = x W + b`` in the form this machine runs fastest (on CPU)."""
         if self.scratch is None:
             return torch.addmm(b, x, W, out=out)
         t = self.scratch.get(W.shape[1])

@@ -99,18 +99,18 @@ def few_rows_form(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, transposed:
 
     ``"plain"``: ``addmm(b, x, W)``; ``"transposed"``: ``(W^T x^T)^T`` (only where
     ``transposed``); ``"rows"``: one matrix-vector product per row (up to 8 rows).
-    Timed: CPU products of 2 to :data:`SMALL_ROWS` rows with an output-major ``W`` of at
+    Timed: CPU products of 1 to :data:`SMALL_ROWS` rows with an output-major ``W`` of at
     least :data:`TIMED_BYTES`, each form three times after one call with the caches
     flushed before each (a step streams its weights from memory), the least time kept
-    (robust to a shared machine). Smaller ``W``: ``"transposed"`` where allowed, as
-    :func:`linear` does. Anything else: ``"plain"``. The forms differ only in the order
-    of their roundings.
+    (robust to a shared machine). Smaller ``W``: ``"transposed"`` where allowed and
+    ``n > 1``, as :func:`linear` does. Anything else: ``"plain"``. The forms differ
+    only in the order of their roundings.
     """
     n = x.shape[0]
-    if not 1 < n <= SMALL_ROWS or x.device.type != "cpu" or W.stride(0) != 1:
+    if not 0 < n <= SMALL_ROWS or x.device.type != "cpu" or W.stride(0) != 1:
         return "plain"
     if W.numel() * W.element_size() < TIMED_BYTES:
-        return "transposed" if transposed else "plain"
+        return "transposed" if transposed and n > 1 else "plain"
     key = (W.shape[0], W.shape[1], n, str(x.dtype).replace("torch.", ""), transposed)
     form = FORMS.get(key)
     if form is None:
@@ -138,7 +138,7 @@ def _fastest(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, transposed: bool
     flush = torch.empty(_cache_bytes() // 4, dtype=torch.float32)
     out, scratch = x.new_empty(n, d_out), x.new_empty(d_out, n)
     forms = {"plain": lambda: torch.addmm(b, x, W, out=out)}
-    if transposed and n > 1:
+    if transposed:
         forms["transposed"] = lambda: out.copy_(
             torch.addmm(b.unsqueeze(1), W.t(), x.t(), out=scratch).t()
         )
