@@ -90,8 +90,8 @@ def linear_into(
 
 
 #: The form :func:`few_rows_form` chose, per ``(d_in, d_out, rows, dtype, transposed
-#: allowed)``, in this process.
-FORMS: dict[tuple[int, int, int, str, bool], str] = {}
+#: allowed, torch threads)``, in this process.
+FORMS: dict[tuple[int, int, int, str, bool, int], str] = {}
 
 
 def few_rows_form(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, transposed: bool) -> str:
@@ -111,7 +111,8 @@ def few_rows_form(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, transposed:
         return "plain"
     if W.numel() * W.element_size() < TIMED_BYTES:
         return "transposed" if transposed and n > 1 else "plain"
-    key = (W.shape[0], W.shape[1], n, str(x.dtype).replace("torch.", ""), transposed)
+    dt = str(x.dtype).replace("torch.", "")
+    key = (W.shape[0], W.shape[1], n, dt, transposed, torch.get_num_threads())
     form = FORMS.get(key)
     if form is None:
         form = FORMS[key] = _fastest(x, W, b, transposed)
@@ -158,8 +159,10 @@ def _fastest(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, transposed: bool
 
 
 def few_row_forms() -> dict[str, str]:
-    """The choices made so far, ``{"d_in x d_out, n rows, dtype": form}`` (for reports)."""
-    return {f"{k[0]}x{k[1]}, {k[2]} rows, {k[3]}": v for k, v in sorted(FORMS.items())}
+    """The choices made so far, ``{"d_in x d_out, n rows, dtype, t threads": form}``."""
+    return {
+        f"{k[0]}x{k[1]}, {k[2]} rows, {k[3]}, {k[5]} threads": v for k, v in sorted(FORMS.items())
+    }
 
 
 def output_major(W: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ def test_every_form_computes_the_product(monkeypatch, form, n):
     differ only in their summation order: well within 1e-13 of the result's norm)."""
     x, W, b = _operands(n)
     assert W.numel() * W.element_size() >= lin.TIMED_BYTES
-    key = (W.shape[0], W.shape[1], n, "float64", True)
+    key = (W.shape[0], W.shape[1], n, "float64", True, torch.get_num_threads())
     monkeypatch.setitem(lin.FORMS, key, form)
     out, scratch = x.new_empty(n, W.shape[1]), x.new_empty(W.shape[1], n)
     got = lin.linear_into(x, W, b, out, scratch)
@@ -38,7 +38,8 @@ def test_the_choice_is_timed_once_and_kept(monkeypatch):
     assert first in ("plain", "transposed", "rows") and len(lin.FORMS) == 1
     monkeypatch.setattr(lin, "_fastest", lambda *a: pytest.fail("timed twice"))
     assert lin.few_rows_form(x, W, b, True) == first
-    assert lin.few_row_forms() == {"512x384, 3 rows, float64": first}
+    threads = torch.get_num_threads()
+    assert lin.few_row_forms() == {f"512x384, 3 rows, float64, {threads} threads": first}
 
 
 def test_small_weights_and_row_major_weights_are_not_timed(monkeypatch):
