@@ -183,3 +183,23 @@ def test_machine_facts_name_the_cpu_and_the_dispatch():
     cpuinfo = open("/proc/cpuinfo").read() if __import__("os").path.exists("/proc/cpuinfo") else ""
     if "avx2" in cpuinfo.split():
         assert "avx2" in facts["cpu_flags"] and facts["cpu_vendor"] in cpuinfo
+
+
+def test_quiet_summary_takes_the_median_of_the_runs():
+    """python -m pyverify.bench.quiet's summary: every run's ratio, their median against
+    the target, and the runs taken under load marked."""
+    from pyverify.bench.quiet import summarise
+
+    def res(ratio, load):
+        row = {"benchmark": "P3 decode ours/author", "shape": {"B": 1, "context": 256},
+               "ratio": ratio, "target": 0.7}  # fmt: skip
+        meta = {"load_before": load, "load_after": load, "cpu_count": 2, "threads": 2,
+                "machine": {"cpu_vendor": "X"}}  # fmt: skip
+        return {"meta": meta, "rows": [row]}
+
+    text = summarise([res(0.72, 0.5), res(0.66, 0.6), res(0.69, 3.1)])
+    line = next(x for x in text.splitlines() if x.startswith("| P3"))
+    assert "| 0.720 | 0.660 | 0.690 | 0.690 | 0.700 | yes |" in line
+    assert "| 3 (under load) |" in text and "| 1 |" in text and '"cpu_vendor": "X"' in text
+    worse = summarise([res(0.72, 0.5), res(0.71, 0.5)])
+    assert "| 0.715 | 0.700 | **no** |" in worse
