@@ -126,11 +126,20 @@ def format_breakdown(title: str, res: dict[str, Any], *, top: int = 12) -> str:
     total = res["cpu_us"]
     lines = [f"**{title}**: {total / 1e3:.3f} ms CPU per call (median, unprofiled)", "",
              "| group | us per call | share |", "| --- | ---: | ---: |"]  # fmt: skip
+    shared = res["groups"].get(_BETWEEN, 0.0) < 0
     for g, us in sorted(res["groups"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"| {g} | {us:.0f} | {us / total:.1%} |")
+        if g == _BETWEEN and shared:
+            lines.append(f"| {g} | n/a | n/a |")
+        else:
+            lines.append(f"| {g} | {us:.0f} | {us / total:.1%} |")
     lines += ["", "| operator | calls | us per call |", "| --- | ---: | ---: |"]
     for r in res["ops"][:top]:
-        lines.append(f"| {r['op']} | {r['calls']:.0f} | {r['us']:.0f} |")
+        if r["op"] != _BETWEEN or not shared:
+            lines.append(f"| {r['op']} | {r['calls']:.0f} | {r['us']:.0f} |")
+    if shared:
+        lines += ["", "The operators' profiled (wall) times add up to more than the call's CPU "
+                  "time: a long operator shared the cores with other work while profiled. Its "
+                  "figure is not its cost; the shorter operators' medians still are."]  # fmt: skip
     return "\n".join(lines)
 
 
