@@ -203,3 +203,20 @@ def test_quiet_summary_takes_the_median_of_the_runs():
     assert "| 3 (under load) |" in text and "| 1 |" in text and '"cpu_vendor": "X"' in text
     worse = summarise([res(0.72, 0.5), res(0.71, 0.5)])
     assert "| 0.715 | 0.700 | **no** |" in worse
+
+
+def test_breakdown_counts_the_operators_of_one_call():
+    """python -m pyverify.bench.breakdown's profile: calls per call of the profiled
+    function, grouped; the table names them (a profile, no timing is asserted)."""
+    from pyverify.bench.breakdown import breakdown, format_breakdown
+
+    a, w = torch.randn(64, 32), torch.randn(32, 16)
+
+    def fn():
+        return torch.mm(a, w).add_(1.0).relu()
+
+    res = breakdown(fn, calls=10, warmup=1)
+    ops = {r["op"]: r for r in res["ops"]}
+    assert ops["aten::mm"]["calls"] == 1 and ops["aten::mm"]["group"] == "weight products"
+    assert ops["aten::add_"]["calls"] == 1 and ops["aten::relu"]["group"] == "other operators"
+    assert res["cpu_us"] > 0 and "| weight products |" in format_breakdown("t", res)
