@@ -15,9 +15,10 @@ products alone beside it). So the step does little besides those products. Per l
 5. the output projection, residual and LayerNorm; the SwiGLU's ``[W_1 W_2]`` as one
    product, SiLU and the gate product in place, ``W_3``, residual and LayerNorm.
 
-No loop over heads, no copy of the cache, no tensor that grows with the context. The
-step allocates only its LayerNorm outputs and the logits; the rows above live in
-:attr:`~pyverify.kernels.cache.DecoderCache.scratch`.
+No loop over heads, no copy of the cache, no tensor that grows with the context: the
+rows above live in :attr:`~pyverify.kernels.cache.DecoderCache.scratch`, and what the
+step still allocates is a few (B, d) results (the LayerNorms', SDPA's, the checks'
+reductions) and the logits it returns.
 
 Checks, the same as a step that checks after every stage: the new q, k and v rows must
 be finite ("layer i q"), no score may overflow (``[scores]``, from ``|q G|`` and the
