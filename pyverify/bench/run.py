@@ -19,11 +19,14 @@ ours, ...), after warm-up, and reports the ratio of the medians:
   target 1.0 (:mod:`pyverify.bench.train_rows`; skipped without ``PYVERIFY_AUTHOR_SRC``).
 
 The rows against the author's formulation live in :mod:`pyverify.bench.author_rows`,
-the row format in :mod:`pyverify.bench.rows`, the timing in :mod:`pyverify.bench.timing`.
-The machine's load average (1 min) before and after the run is recorded in
-``meta``; figures taken while other work shared the cores are marked so by
-``pyverify report``. Timings never enter pass/fail tests; this module only
-measures.
+the callables each row times in :mod:`pyverify.bench.cases` (``python -m
+pyverify.bench.breakdown`` profiles the same ones), the row format in
+:mod:`pyverify.bench.rows`, the timing in :mod:`pyverify.bench.timing`. The CPU and
+what torch dispatches on it (:mod:`pyverify.bench.machine`) are recorded in
+``meta.machine``: the ratios depend on them. The machine's load average (1 min) before
+and after the run is recorded in ``meta``; figures taken while other work shared the
+cores are marked so by ``pyverify report``. Timings never enter pass/fail tests; this
+module only measures.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 import torch
 
+from pyverify.bench.machine import machine_facts
 from pyverify.bench.rows import DK, H, fmt_row, make_row
 from pyverify.bench.timing import time_pair
 from pyverify.errors import InputValueError
@@ -46,22 +50,12 @@ __all__ = ["check_device", "run_bench"]
 
 
 def _bench_p1(device, dtype, shapes, reps, progress, rows):
-    import torch.nn.functional as F  # noqa: N812
-
-    from pyverify.kernels.collapsed import collapsed_attention
+    from pyverify.bench.cases import collapsed_case
 
     target = 1.10 if device.type == "cpu" else 1.05
-    g = torch.Generator(device="cpu").manual_seed(1)
-    G = (torch.eye(DK) + 0.1 * torch.randn(H, DK, DK, generator=g)).to(device, dtype)
     for B, S in shapes:
-        q, k, v = (torch.randn(B, H, S, DK, generator=g).to(device, dtype) for _ in range(3))
-        o, b = time_pair(
-            lambda q=q, k=k, v=v: collapsed_attention(q, k, v, G),
-            lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-            device,
-            reps=reps,
-            max_seconds=20,
-        )
+        fns = collapsed_case(device, dtype, B, S)
+        o, b = time_pair(fns["ours"], fns["sdpa"], device, reps=reps, max_seconds=20)
         rows.append(make_row("P1 collapsed/SDPA", [B, H, S, DK], dtype, device, o, b, target))
         progress(fmt_row(rows[-1]))
 
@@ -178,6 +172,10 @@ def _run(dev, quick, out_json, say) -> dict[str, Any]:
             "load_before": load_before,
             "load_after": load_average(),
             "skipped": skipped,
+            "machine": machine_facts(dev),
+            # one decode step implementation: eager torch (docs/bench-notes.md says why
+            # there is no compiled one)
+            "decode_step": "eager (pyverify.kernels.decode)",
         },
         "rows": rows,
     }

@@ -1,13 +1,16 @@
 """Decoding caches of :class:`pyverify.kernels.model.PLGADecoder` (KV- and G-cache).
 
-Keys and values live in preallocated buffers that grow geometrically: a decode
-step writes one row instead of copying the whole cache, and ``LayerCache.k`` /
-``LayerCache.v`` are views of the first ``length`` rows.
+Keys and values live in ONE preallocated buffer per layer, ``kv_buf`` of shape
+(2, B, H, capacity, d), that grows geometrically: a decode step writes its key and
+value rows into it with one copy (:meth:`LayerCache.append_pair`) instead of copying
+the whole cache, and ``LayerCache.k`` / ``LayerCache.v`` are views of the first
+``length`` rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -24,70 +27,91 @@ class LayerCache:
     Attributes
     ----------
     k, v : torch.Tensor
-        (B, H, S, dk) rotated keys and (B, H, S, dk) values.
+        (B, H, S, dk) rotated keys and (B, H, S, dv) values.
     A : torch.Tensor or None
         (B, H, dk, dk) metric-learner output of the prompt pass (None for the
         g_cached/collapsed modes, which never computed it).
     G : torch.Tensor
         The operator used (4-D, broadcastable to (B, H, dk, dk)).
+    kv_buf : torch.Tensor or None
+        (2, B, H, capacity, max(dk, dv)): keys at index 0, values at index 1; ``k``
+        and ``v`` are views of it once a row was appended.
     """
 
     k: torch.Tensor
     v: torch.Tensor
     A: torch.Tensor | None
     G: torch.Tensor
-    k_buf: torch.Tensor | None = field(default=None, repr=False)
-    v_buf: torch.Tensor | None = field(default=None, repr=False)
+    kv_buf: torch.Tensor | None = field(default=None, repr=False)
     k_norm_bound: torch.Tensor | None = field(default=None, repr=False)
+
+    @property
+    def k_buf(self) -> torch.Tensor | None:
+        """The keys' part of :attr:`kv_buf` (None before the first append)."""
+        return None if self.kv_buf is None else self.kv_buf[0, ..., : self.k.shape[-1]]
+
+    @property
+    def v_buf(self) -> torch.Tensor | None:
+        """The values' part of :attr:`kv_buf` (None before the first append)."""
+        return None if self.kv_buf is None else self.kv_buf[1, ..., : self.v.shape[-1]]
 
     def key_norm_bound(self) -> torch.Tensor:
         """An upper bound of ``max_j |k_j|`` per (batch, head): (B, H).
 
         In the keys' compute dtype (float64 for float64 keys, float32 otherwise).
-        Computed once from the keys, then raised by every :meth:`append` (O(new rows)
-        per step); :meth:`truncate` leaves it, which keeps it an upper bound.
+        Computed once from the keys, then raised by every append (O(new rows) per
+        step); :meth:`truncate` leaves it, which keeps it an upper bound.
         """
         if self.k_norm_bound is None:
             self.k_norm_bound = row_norm_max(self.k)
         return self.k_norm_bound
 
-    def _is_prefix_of_buffer(self) -> bool:
-        kb, vb = self.k_buf, self.v_buf
-        return (
-            kb is not None
-            and vb is not None
-            and self.k.data_ptr() == kb.data_ptr()
-            and self.v.data_ptr() == vb.data_ptr()
-            and self.k.stride() == kb.stride()
-            and self.v.stride() == vb.stride()
-        )
-
-    def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
-        """Append rows (B, H, n, dk) to the keys and values, amortised O(n) per call."""
-        L, n = self.k.shape[2], k_new.shape[2]
+    def _room(self, n: int) -> torch.Tensor:
+        """The buffer, with room for ``n`` more rows after the current ``length`` rows."""
+        L, buf = self.k.shape[2], self.kv_buf
         stale = (
-            not self._is_prefix_of_buffer()
-            or self.k_buf.shape[2] < L + n  # type: ignore[union-attr]
+            buf is None
+            or buf.shape[3] < L + n
+            or self.k.data_ptr() != buf[0].data_ptr()
+            or self.v.data_ptr() != buf[1].data_ptr()
+            or self.k.stride() != buf[0].stride()
+            or self.v.stride() != buf[1].stride()
             # buffers made under inference_mode cannot be written outside it
-            or (self.k_buf.is_inference() and not torch.is_inference_mode_enabled())  # type: ignore[union-attr]
+            or (buf.is_inference() and not torch.is_inference_mode_enabled())
         )
         if stale:
-            cap = max(2 * (L + n), 16)
             B, H, _, dk = self.k.shape
-            self.k_buf = self.k.new_empty(B, H, cap, dk)
-            self.v_buf = self.v.new_empty(B, H, cap, self.v.shape[-1])
-            self.k_buf[:, :, :L] = self.k
-            self.v_buf[:, :, :L] = self.v
-        kb, vb = self.k_buf, self.v_buf
-        assert kb is not None and vb is not None
-        kb[:, :, L : L + n] = k_new
-        vb[:, :, L : L + n] = v_new
-        self.k, self.v = kb[:, :, : L + n], vb[:, :, : L + n]
+            dv = self.v.shape[-1]
+            new = self.k.new_empty(2, B, H, max(2 * (L + n), 16), max(dk, dv))
+            new[0, :, :, :L, :dk] = self.k
+            new[1, :, :, :L, :dv] = self.v
+            self.kv_buf = buf = new
+        return buf
+
+    def append_pair(self, kv_new: torch.Tensor) -> None:
+        """Append key and value rows given together, (2, B, H, n, d), with one copy.
+
+        Keys and values must have the same width ``d``; the key-norm bound is left to
+        the caller (the decode step raises it itself).
+        """
+        L, n = self.k.shape[2], kv_new.shape[3]
+        buf = self._room(n)
+        buf[:, :, :, L : L + n].copy_(kv_new)
+        self.k, self.v = buf[0, :, :, : L + n], buf[1, :, :, : L + n]
+
+    def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
+        """Append rows (B, H, n, dk) and (B, H, n, dv), amortised O(n) per call."""
+        L, n = self.k.shape[2], k_new.shape[2]
+        buf = self._room(n)
+        dk, dv = k_new.shape[-1], v_new.shape[-1]
+        buf[0, :, :, L : L + n, :dk] = k_new
+        buf[1, :, :, L : L + n, :dv] = v_new
+        self.k, self.v = buf[0, :, :, : L + n, :dk], buf[1, :, :, : L + n, :dv]
         if self.k_norm_bound is not None:
             self.k_norm_bound = torch.maximum(self.k_norm_bound, row_norm_max(k_new))
 
     def truncate(self, length: int) -> None:
-        """Keep the first ``length`` positions (the buffers are kept for reuse)."""
+        """Keep the first ``length`` positions (the buffer is kept for reuse)."""
         self.k, self.v = self.k[:, :, :length], self.v[:, :, :length]
 
 
@@ -103,11 +127,14 @@ class DecoderCache:
         Number of cached positions (the next token's RoPE position).
     mode : str
         The mode of the prompt pass.
+    scratch : dict
+        What the decode step keeps between steps (its preallocated rows); private.
     """
 
     layers: list[LayerCache] = field(default_factory=list)
     length: int = 0
     mode: str = "uncached"
+    scratch: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def truncate(self, length: int) -> None:
         """Forget every position from ``length`` on (e.g. to re-run a step)."""

@@ -25,6 +25,7 @@ import torch.nn.functional as F  # noqa: N812 (torch convention)
 from pyverify.errors import InputValueError
 from pyverify.kernels.metric import Deductive, check_params, compute_g, energy_curvature
 from pyverify.kernels.params import HeadParams
+from pyverify.kernels.screen import inputs_pass
 from pyverify.kernels.validation import (
     check_finite,
     check_g,
@@ -228,9 +229,10 @@ def checked_sdpa_qg(
     q, k, v = check_qkv(q, k, v, causal=causal)
     B, H, _, dk = q.shape
     G4 = check_g(G, "G", B=B, H=H, dk=dk, like=q)
-    if check_finite:
+    look_closer = check_finite and not inputs_pass(q, k, v, G4)
+    if look_closer:  # the exact checks name the input, or the score, that failed
         check_inputs_finite((names[0], q), (names[1], k), ("v", v), ("G", G4))
-    return sdpa_qg(q, k, v, G4, causal=causal, precision=precision, check_scores=check_finite)
+    return sdpa_qg(q, k, v, G4, causal=causal, precision=precision, check_scores=look_closer)
 
 
 def plga_attention(
@@ -310,7 +312,8 @@ def plga_attention(
         else:
             ded = compute_g(q, params, check_finite=check_finite)
             G4 = ded.G
-    if check_finite:
+    look_closer = check_finite and not inputs_pass(q, k, v, G4)
+    if look_closer:  # the exact checks name the input, or the score, that failed
         check_inputs_finite(("q", q), ("k", k), ("v", v), ("G", G), ("A", A))
     out = sdpa_qg(
         q,
@@ -319,7 +322,7 @@ def plga_attention(
         G4,
         causal=causal,
         precision=precision,
-        check_scores=check_finite or key_norm is not None,
+        check_scores=look_closer or key_norm is not None,
         key_norm=key_norm,
     )
     return (out, ded) if return_deductive else out

@@ -10,7 +10,10 @@ Layout (``docs/plga-spec.md``, "The reference model around the head"):
   ``x1 = LayerNorm(h + x)``; ``x = LayerNorm(SwiGLU_ffn(x1) + x1)``;
 * logits ``x W_f + b_f``. LayerNorm eps 1e-6; row-vector convention ``x @ W``,
   each ``W`` (d_in, d_out) stored output-major as ``nn.Linear`` stores it, so that
-  the few-row products of decoding run as ``(W^T x^T)^T`` (see ``_linear``).
+  the few-row products of decoding run as ``(W^T x^T)^T``
+  (:func:`pyverify.kernels.linear.linear`); ``W_q, W_k, W_v`` side by side in one
+  buffer, and ``W_1, W_2`` of the SwiGLU in another, so that a decode step runs each
+  group as one product (:mod:`pyverify.kernels.decode`).
 
 Modes of :meth:`PLGADecoder.forward`:
 
@@ -48,8 +51,11 @@ import pyverify.kernels.validation as kval
 from pyverify.errors import InputTypeError, InputValueError
 from pyverify.kernels.cache import DecoderCache, LayerCache
 from pyverify.kernels.collapsed import collapsed_attention
+from pyverify.kernels.decode import decode_rows
 from pyverify.kernels.head import Deductive, Precision, plga_attention
-from pyverify.kernels.params import SWIGLU_FIELDS, FFNParams, HeadParams
+from pyverify.kernels.linear import linear as _linear
+from pyverify.kernels.linear import output_major_block
+from pyverify.kernels.params import FFNParams, HeadParams
 from pyverify.kernels.params import from_reference as heads_from_reference
 from pyverify.kernels.rope import apply_rope
 
@@ -147,30 +153,6 @@ def _ln(x: torch.Tensor, g: torch.Tensor, b: torch.Tensor, eps: float) -> torch.
     return F.layer_norm(x, (x.shape[-1],), g, b, eps)
 
 
-# Up to this many rows, ``x @ W`` runs as ``(W^T x^T)^T`` on CPU when ``W`` is
-# stored output-major (as ``nn.Linear`` stores it, and as :func:`from_reference`
-# builds it). Measured with MKL 2024.2 on a 2-core AMD EPYC (fp32, the layer
-# sizes of ``pyverify bench`` P3): 2.5-3x faster than ``addmm(b, x, W)`` at 2-8
-# rows, equal at 1 row and at 512; decode steps have B rows.
-_SMALL_ROWS = 64
-
-
-def _linear(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``x @ W + b`` for ``x`` of shape (..., d_in) and ``W`` (d_in, d_out)."""
-    x2 = x.reshape(-1, x.shape[-1])
-    n = x2.shape[0]
-    if 1 < n <= _SMALL_ROWS and x2.device.type == "cpu" and W.stride(0) == 1:
-        y = torch.addmm(b.unsqueeze(1), W.t(), x2.t()).t().contiguous()
-    else:
-        y = torch.addmm(b, x2, W)
-    return y.view(*x.shape[:-1], W.shape[1])
-
-
-def _output_major(W: torch.Tensor) -> torch.Tensor:
-    """``W`` (d_in, d_out) with the same values, stored output-major (``W.t()`` contiguous)."""
-    return W.t().contiguous().t()
-
-
 def _np(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
@@ -205,9 +187,18 @@ class PLGADecoder:
             raise InputTypeError("tokens must be an integer torch.Tensor of shape (B, S)")
         if tokens.dim() != 2:
             raise InputValueError(f"tokens must have shape (B, S); got shape {tuple(tokens.shape)}")
-        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= p.emb.shape[0]):
-            raise InputValueError(f"tokens must lie in [0, {p.emb.shape[0]})")
-        x = p.emb[tokens.to(self.device)] * math.sqrt(p.d_model)
+        tokens, vocab = tokens.to(self.device), p.emb.shape[0]
+        if self.device.type == "cpu":
+            try:  # torch checks the range itself on a CPU: no extra pass, no host read
+                x = F.embedding(tokens, p.emb) * math.sqrt(p.d_model)
+            except IndexError:
+                raise InputValueError(f"tokens must lie in [0, {vocab})") from None
+        else:
+            if tokens.numel():
+                lo, hi = torch.stack(torch.aminmax(tokens)).tolist()  # one host read
+                if lo < 0 or hi >= vocab:
+                    raise InputValueError(f"tokens must lie in [0, {vocab})")
+            x = p.emb[tokens] * math.sqrt(p.d_model)
         return _ln(x, p.ln0_gamma, p.ln0_beta, p.ln_eps)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
@@ -373,47 +364,18 @@ class PLGADecoder:
         tok = token.view(-1, 1) if token.dim() == 1 else token
         if tok.dim() != 2 or tok.shape[1] != 1:
             raise InputValueError(f"token must have shape (B,) or (B, 1); got {tuple(token.shape)}")
+        if tok.shape[0] != cache.layers[0].k.shape[0]:
+            raise InputValueError(
+                f"token has {tok.shape[0]} rows; the cache holds {cache.layers[0].k.shape[0]}"
+            )
         x = self.embed(tok)
         prec = precision or ("rounded" if cache.mode == "collapsed" else "compensated")
         if not use_g_cache and any(lc.A is None for lc in cache.layers):
             raise InputValueError("use_g_cache=False needs A in the cache (uncached prefill)")
-        # Only this step's rows are checked: the cache was checked when it was written
-        # (re-reading all of it per layer cost 6-7 % of a step). They must be: what
-        # torch's CPU SDPA makes of a NaN score depends on its dispatch (a NaN output
-        # row on some CPU capabilities and shapes, a row of zeros on others). Finite
-        # rows can still overflow a score, so SDPA's scores are bounded too, by |q G|
-        # times the cache's running bound on |k_j| (key_norm: no pass over the cache).
-        # Measured: +0.9-1.0 % median per step (quartiles 0.0 to +2.0 %; float32, B=1,
-        # 256 cached positions, 2 layers, H=14, dk=64, one thread, quiet machine).
-        L = cache.length
-        try:
-            for li, (lp, lc) in enumerate(zip(self.params.layers, cache.layers, strict=True)):
-                q, k, v = self._qkv(lp, x, L)
-                for name, t in (("q", q), ("k", k), ("v", v)):
-                    kval.check_finite(t, f"layer {li} {name}", power_law=False)
-                lc.append(k, v)
-                if use_g_cache:
-                    G, A, heads = lc.G, None, None
-                else:
-                    G, A, heads = None, lc.A, lp.heads
-                out = plga_attention(
-                    q,
-                    lc.k,
-                    lc.v,
-                    heads,
-                    G=G,
-                    A=A,
-                    precision=prec,
-                    check_finite=False,
-                    key_norm=lc.key_norm_bound(),
-                )
-                x = self._finish(lp, x, out)
-            logits = kval.check_finite(self._logits(x)[:, -1], "logits", power_law=False)
-        except Exception:
-            for lc in cache.layers:  # a failed step leaves the cache as it was
-                lc.truncate(L)
-            raise
-        cache.length = L + 1
+        # The step itself (fused products, rows written in place, the checks read once
+        # at its end, the cache restored on failure) is pyverify.kernels.decode's.
+        logits = decode_rows(self, x, cache, use_g_cache=use_g_cache, precision=prec)
+        cache.length += 1
         return logits, cache
 
 
@@ -452,21 +414,23 @@ def from_reference(
     def t(x: Any) -> torch.Tensor:
         return torch.as_tensor(_np(x)).to(device=device, dtype=dtype)
 
-    def w(x: Any) -> torch.Tensor:  # projection weights: output-major, see _linear
-        return _output_major(t(x))
+    def w(*xs: Any) -> list[torch.Tensor]:
+        # projection weights, output-major (see pyverify.kernels.linear); those read
+        # from the same input side by side in one buffer, so a step fuses their products
+        return output_major_block([_np(x) for x in xs], device, dtype)
 
     head_dtype = dtype if dtype == torch.float64 else torch.float32
     layers = []
     for layer in rp.layers:
-        m = layer.mha
+        m, f = layer.mha, layer.ffn
+        (Wq, Wk, Wv), (bq, bk, bv) = w(m.Wq, m.Wk, m.Wv), w(m.bq, m.bk, m.bv)
+        (W1, W2), (b1, b2) = w(f.W1, f.W2), w(f.b1, f.b2)
         layers.append(
             LayerParams(
-                Wq=w(m.Wq), bq=t(m.bq), Wk=w(m.Wk), bk=t(m.bk),
-                Wv=w(m.Wv), bv=t(m.bv), Wo=w(m.Wo), bo=t(m.bo),
+                Wq=Wq, bq=bq, Wk=Wk, bk=bk, Wv=Wv, bv=bv, Wo=w(m.Wo)[0], bo=t(m.bo),
                 heads=heads_from_reference(list(m.heads), device, head_dtype, shared=shared),
                 ln1_gamma=t(layer.ln1_gamma), ln1_beta=t(layer.ln1_beta),
-                ffn=FFNParams(*((w if n[0] == "W" else t)(getattr(layer.ffn, n))
-                                for n in SWIGLU_FIELDS)),
+                ffn=FFNParams(W1, b1, W2, b2, w(f.W3)[0], t(f.b3)),
                 ln2_gamma=t(layer.ln2_gamma), ln2_beta=t(layer.ln2_beta),
             )
         )  # fmt: skip
@@ -476,7 +440,7 @@ def from_reference(
         ln0_gamma=t(rp.ln_gamma),
         ln0_beta=t(rp.ln_beta),
         layers=layers,
-        Wf=w(rp.W_out),
+        Wf=w(rp.W_out)[0],
         bf=t(rp.b_out),
         num_heads=len(m0.heads),
         ln_eps=float(getattr(rp, "ln_eps", 1e-6)),

@@ -15,7 +15,7 @@ import torch
 from pyverify.errors import InputValueError
 from pyverify.kernels.validation import check_tensor, compute_dtype
 
-__all__ = ["apply_rope", "rope_angles", "rope_matrix"]
+__all__ = ["RopeTable", "apply_rope", "rope_angles", "rope_matrix"]
 
 
 def rope_angles(positions: torch.Tensor, dk: int, *, base: float = 10000.0) -> torch.Tensor:
@@ -70,6 +70,58 @@ def apply_rope(x: torch.Tensor, *, offset: int = 0, base: float = 10000.0) -> to
     x0, x1 = xc[..., 0::2], xc[..., 1::2]
     out = torch.stack((cos * x0 - sin * x1, sin * x0 + cos * x1), dim=-1).flatten(-2)
     return out.to(x.dtype)
+
+
+class RopeTable:
+    """The rotations of positions ``0 .. capacity - 1`` as complex numbers, grown on demand.
+
+    Row ``n`` holds ``cos(n theta_p) + i sin(n theta_p)`` per plane ``p``: the angles
+    in float64 and their cosines and sines rounded once to the compute dtype, the
+    same numbers :func:`apply_rope` forms. A decode step rotates its rows with one
+    complex product (:meth:`rotate_`) instead of forming the angles again.
+
+    Parameters
+    ----------
+    dk : int
+        Head dimension (even).
+    base : float
+        RoPE base.
+    dtype : torch.dtype
+        The compute dtype (float32 or float64).
+    device : torch.device
+        Where the table lives.
+    """
+
+    def __init__(self, dk: int, base: float, dtype: torch.dtype, device: torch.device) -> None:
+        self.dk, self.base, self.dtype, self.device = dk, base, dtype, device
+        self.table = self._build(16)
+
+    def _build(self, capacity: int) -> torch.Tensor:
+        pos = torch.arange(capacity, device=self.device)
+        ang = rope_angles(pos, self.dk, base=self.base)
+        return torch.complex(torch.cos(ang).to(self.dtype), torch.sin(ang).to(self.dtype))
+
+    def at(self, position: int) -> torch.Tensor:
+        """The rotation of ``position``: (dk // 2,) complex."""
+        if position >= self.table.shape[0]:
+            self.table = self._build(2 * (position + 1))
+        return self.table[position]
+
+    def rotate_(self, x: torch.Tensor, position: int) -> torch.Tensor:
+        """Rotate the rows of ``x`` (..., dk), all at ``position``, in place; return ``x``.
+
+        ``x`` must have a unit last stride and even other strides (a slice of a row
+        buffer qualifies). Other dtypes than the table's are rotated in it and rounded
+        once, as :func:`apply_rope` does.
+        """
+        rot = self.at(position)
+        pairs = x.unflatten(-1, (self.dk // 2, 2))
+        if x.dtype == self.dtype:
+            torch.view_as_complex(pairs).mul_(rot)
+            return x
+        wide = torch.view_as_complex(pairs.to(self.dtype)) * rot
+        pairs.copy_(torch.view_as_real(wide))
+        return x
 
 
 def rope_matrix(n: int, dk: int, *, base: float = 10000.0, dtype=torch.float64, device=None):

@@ -75,10 +75,12 @@ def test_peak_extra_bytes_counts_live_temporaries():
 def test_rows_against_the_author_run(monkeypatch):
     """The row functions run end to end (tiny sizes, a fake timer: wiring, not timing)."""
     import pyverify.bench.author_rows as br
+    import pyverify.bench.cases as bc
     from pyverify.bench.rows import make_row as _row
 
     for name, val in (("H", 2), ("DK", 8), ("A_DFF", 6), ("N_RES", 1), ("N_DENSE", 2)):
         monkeypatch.setattr(br, name, val)
+        monkeypatch.setattr(bc, name, val)
     calls = []
 
     def timer(ours, base, device, **_kw):
@@ -106,7 +108,7 @@ def test_rows_against_the_author_run(monkeypatch):
     (ol, _), (al, _) = calls[2]
     assert torch.allclose(ol, al, rtol=1e-4, atol=1e-4)
     # P3 floor: the weight products alone, timed against the same author step
-    assert rows[2]["floor_ratio"] == 0.5 and calls[3][0].shape == (2, 1, ol.shape[-1])
+    assert rows[2]["floor_ratio"] == 0.5 and calls[3][0].shape == (2, ol.shape[-1])
     # P3 full recompute: the same step against the forward pass over context + token
     # (the uncached pass recomputes G with the new query, so the logits differ)
     (sl, _), (full, _) = calls[4]
@@ -163,3 +165,58 @@ def test_train_step_row_times_the_same_step_on_both_sides():
     assert bench_train_step(cpu, 3, lambda _s: None, rows, make_row, timer) is None
     assert [r["benchmark"] for r in rows] == [NAME] and rows[0]["ratio"] == 0.5
     assert calls[0]["grad"] is True and rows[0]["shape"]["preset"] == "small"
+
+
+def test_machine_facts_name_the_cpu_and_the_dispatch():
+    """The bench JSON's meta.machine: what the ratios depend on besides the code."""
+    import json
+
+    from pyverify.bench.machine import CPU_FLAGS, machine_facts
+    from pyverify.dispatch import capability
+
+    facts = machine_facts()
+    json.dumps(facts)  # JSON-serialisable
+    assert set(facts["cpu_flags"]) <= set(CPU_FLAGS)
+    assert facts["torch_cpu_capability"] == capability()
+    assert facts["threads"] == torch.get_num_threads()
+    assert facts["sdpa_kernel"].startswith("aten::")
+    cpuinfo = open("/proc/cpuinfo").read() if __import__("os").path.exists("/proc/cpuinfo") else ""
+    if "avx2" in cpuinfo.split():
+        assert "avx2" in facts["cpu_flags"] and facts["cpu_vendor"] in cpuinfo
+
+
+def test_quiet_summary_takes_the_median_of_the_runs():
+    """python -m pyverify.bench.quiet's summary: every run's ratio, their median against
+    the target, and the runs taken under load marked."""
+    from pyverify.bench.quiet import summarise
+
+    def res(ratio, load):
+        row = {"benchmark": "P3 decode ours/author", "shape": {"B": 1, "context": 256},
+               "ratio": ratio, "target": 0.7}  # fmt: skip
+        meta = {"load_before": load, "load_after": load, "cpu_count": 2, "threads": 2,
+                "machine": {"cpu_vendor": "X"}}  # fmt: skip
+        return {"meta": meta, "rows": [row]}
+
+    text = summarise([res(0.72, 0.5), res(0.66, 0.6), res(0.69, 3.1)])
+    line = next(x for x in text.splitlines() if x.startswith("| P3"))
+    assert "| 0.720 | 0.660 | 0.690 | 0.690 | 0.700 | yes |" in line
+    assert "| 3 (under load) |" in text and "| 1 |" in text and '"cpu_vendor": "X"' in text
+    worse = summarise([res(0.72, 0.5), res(0.71, 0.5)])
+    assert "| 0.715 | 0.700 | **no** |" in worse
+
+
+def test_breakdown_counts_the_operators_of_one_call():
+    """python -m pyverify.bench.breakdown's profile: calls per call of the profiled
+    function, grouped; the table names them (a profile, no timing is asserted)."""
+    from pyverify.bench.breakdown import breakdown, format_breakdown
+
+    a, w = torch.randn(64, 32), torch.randn(32, 16)
+
+    def fn():
+        return torch.mm(a, w).add_(1.0).relu()
+
+    res = breakdown(fn, calls=10, warmup=1)
+    ops = {r["op"]: r for r in res["ops"]}
+    assert ops["aten::mm"]["calls"] == 1 and ops["aten::mm"]["group"] == "weight products"
+    assert ops["aten::add_"]["calls"] == 1 and ops["aten::relu"]["group"] == "other operators"
+    assert res["cpu_us"] > 0 and "| weight products |" in format_breakdown("t", res)

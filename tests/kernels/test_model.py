@@ -104,7 +104,8 @@ def test_linear_matches_matmul_in_both_layouts(device, rows, output_major):
     K = 48 terms, so the error is below K u ~ 5e-15 relative (norm-wise, for
     these well-conditioned Gaussian operands); 1e-13 leaves 20x headroom.
     """
-    from pyverify.kernels.model import _linear, _output_major
+    from pyverify.kernels.linear import linear as _linear
+    from pyverify.kernels.linear import output_major as _output_major
 
     g = torch.Generator().manual_seed(rows)
     x, W, b = (

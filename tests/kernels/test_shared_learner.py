@@ -118,3 +118,27 @@ def test_kv_buffer_from_inference_mode_is_usable_outside():
     b, cache = m.decode_step(toks[:, 4], cache)  # grows/copies them outside: no error
     want, _ = m.forward(toks[:, :5], mode="g_cached", G=[lc.G for lc in cache.layers])
     assert rel_err(b[0], want[0, 4]) <= 1e-12
+
+
+@pytest.mark.parametrize("num_dense", [0, 1, 3])
+@pytest.mark.parametrize("shared", [True, False])
+def test_learner_unit_shapes_against_the_reference(num_dense, shared):
+    """Units of 0, 1 and 3 SwiGLU blocks (0: LayerNorm(2 X); the residual is accumulated
+    into the last block's W3 product): A per (batch, head) against the float64
+    reference, in both learner forms (float64, 1e-12 as above)."""
+    from pyverify.reference import PLGAParams
+
+    base = [PLGAParams.random(dk=8, a_dff=5, num_reslayer=2, num_dense=num_dense, seed=s)
+            for s in range(3)]  # fmt: skip
+    learner = {"ln0_gamma": base[0].ln0_gamma, "ln0_beta": base[0].ln0_beta,
+               "reslayers": base[0].reslayers}  # fmt: skip
+    heads = [dataclasses.replace(x, **learner) for x in base] if shared else base
+    p = kern.from_reference(heads, shared=shared)
+    assert p.shared_learner is shared
+    q, k, v = (torch.tensor(x) for x in make_qkv(2, 3, 7, 8, seed=4))
+    _, ded = kern.plga_attention(q, k, v, p, return_deductive=True)
+    for b in range(2):
+        for h in range(3):
+            qn, kn, vn = (x[b, h].numpy() for x in (q, k, v))
+            _, rd = plga_forward(qn, kn, vn, heads[h], causal=True)
+            assert rel_err(ded.A[b, h], rd.A) <= 1e-12
