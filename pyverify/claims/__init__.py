@@ -7,7 +7,7 @@ heads of the saved results), :mod:`~pyverify.claims.trends` (log-slopes per
 conditioning), :mod:`~pyverify.claims.subject` (what a rule judges, the gate
 against the best n-gram order, the order of a rule's checks),
 :mod:`~pyverify.claims.rules` (one rule per claim E1-E8 and statement N1, N2,
-N3, N7, thresholds named there: the saved study with
+N3, N7, thresholds in :mod:`~pyverify.claims.thresholds`: the saved study with
 :func:`~pyverify.claims.rules.rules`, a checkpoint's measurements from
 ``pyverify diagnose --checkpoint`` with
 :func:`~pyverify.claims.rules.checkpoint_rules`, the same rule functions),

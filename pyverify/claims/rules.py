@@ -6,11 +6,12 @@ step-0 record of a run, or the single record of ``pyverify diagnose
 the saved study (``collapse.json``; ``timings.json`` for E5);
 :func:`checkpoint_rules` judges a checkpoint with the same functions, without
 a gate (a checkpoint's training is not the suite's to judge) and without step
-0 or trends. Every outcome is computed here from the thresholds below;
-nothing is typed in. Each rule states its scope and checks, in order
-(:func:`~pyverify.claims.subject.outcome`): the gate of every run it uses, its
-premise, then the end point; trends (:mod:`pyverify.claims.trends`) may name
-the direction where the end point cannot decide.
+0 or trends. Every outcome is computed from the thresholds of
+:mod:`~pyverify.claims.thresholds`; nothing is typed in. Each rule states its
+scope and checks, in order (:func:`~pyverify.claims.subject.outcome`): the
+gate of every run it uses, its premise, then the end point; trends
+(:mod:`pyverify.claims.trends`) may name the direction where the end point
+cannot decide.
 
 The rules live by claim family: :mod:`~pyverify.claims.collapse_rules` (G's
 order parameter: E1, E4, E7), :mod:`~pyverify.claims.cache_rules` (caches and
@@ -34,44 +35,10 @@ from pyverify.claims.common import AUTHOR, FROZEN, ROW_ORDER, SUB, gate
 from pyverify.claims.findings import LEAK_NATS, comparison_row, exposure_finding, findings
 from pyverify.claims.structure_rules import e3, e6, n2, n3, reopenings
 from pyverify.claims.subject import Gate, Subject, best_ngram, run_gate, scale_line, study_subject
-from pyverify.claims.thresholds import (
-    A_LM_FULL_RANK_FRAC,
-    BY_CONSTRUCTION_TEST,
-    COLLAPSED,
-    CONTRACTIVE,
-    E5_MIN_REPEATS,
-    E5_REJECT,
-    E5_SUPPORT,
-    INIT_NOT_SINGULAR,
-    MOVING,
-    N1_KL,
-    N1_MIN_REPLICAS,
-    N1_RMS,
-    RANK_ONE,
-    REOPEN_RTOL,
-    ROW_COLLAPSED,
-    TWIRLED,
-)
 from pyverify.claims.verdict import INCONCLUSIVE, NOT_MEASURED, Verdict
 
 __all__ = [
-    "A_LM_FULL_RANK_FRAC",
-    "BY_CONSTRUCTION_TEST",
-    "COLLAPSED",
-    "CONTRACTIVE",
-    "E5_MIN_REPEATS",
-    "E5_REJECT",
-    "E5_SUPPORT",
-    "INIT_NOT_SINGULAR",
     "LEAK_NATS",
-    "MOVING",
-    "N1_KL",
-    "N1_MIN_REPLICAS",
-    "N1_RMS",
-    "RANK_ONE",
-    "REOPEN_RTOL",
-    "ROW_COLLAPSED",
-    "TWIRLED",
     "Gate",
     "Subject",
     "best_ngram",

@@ -83,7 +83,7 @@ Reason: the signed-mean form is the RMS form times RMS scale / denominator, so
 below this floor a tensor at the collapse cut-off (1e-6, the paper's range) reads
 at or above the "moving" cut-off (1e-3) in the signed-mean form: the form can no
 longer tell the phases apart. The floor is the ratio of the two cut-offs of
-:mod:`pyverify.claims.rules` (``COLLAPSED / MOVING``), fixed before the first
+:mod:`pyverify.claims.thresholds` (``COLLAPSED / MOVING``), fixed before the first
 full run. A LayerNorm output (A) has a mean that is 0 up to rounding, so its
 signed-mean form is ill-conditioned by construction."""
 

@@ -15,10 +15,6 @@ from fake_study import legacy, record, study, timings, trending
 
 from pyverify.claims.ledger import build_ledger, format_ledger, ledger_json
 from pyverify.claims.rules import (
-    COLLAPSED,
-    MOVING,
-    N1_KL,
-    ROW_COLLAPSED,
     Subject,
     checkpoint_rules,
     e1,
@@ -36,6 +32,7 @@ from pyverify.claims.rules import (
     n7,
     study_subject,
 )
+from pyverify.claims.thresholds import COLLAPSED, MOVING, N1_KL, ROW_COLLAPSED
 from pyverify.claims.trends import SIGNED_MEAN_FLOOR
 from pyverify.claims.verdict import (
     ABSENT,

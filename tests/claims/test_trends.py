@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from fake_study import legacy, record, study, trending
 
-from pyverify.claims.rules import COLLAPSED, MOVING, e1, n2, study_subject
+from pyverify.claims.rules import e1, n2, study_subject
 from pyverify.claims.subject import Subject
+from pyverify.claims.thresholds import COLLAPSED, MOVING
 from pyverify.claims.trends import (
     BOOTSTRAP,
     SIGNED_MEAN_FLOOR,
