@@ -3,7 +3,8 @@
 One layer and two heads (pairwise form: one prompt x one layer, duplicated to two
 prompts so a bootstrap has two units), probe lengths 32 and 64. Every key of the
 phase-1 record and final measurements is present; ``legacy`` drops the keys the
-first study did not save.
+first study did not save. ``every_row`` feeds every rule one set of subjects (hand-made
+or real).
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from __future__ import annotations
 import copy
 import math
 from typing import Any
+
+from pyverify.claims.findings import comparison_row, exposure_finding
+from pyverify.claims.rules import e1, e2, e3, e4, e5, e6, e7, e8, n1, n2, n3, n7
+from pyverify.claims.subject import Subject
+from pyverify.claims.verdict import Verdict
 
 S_LO, S_HI = 32, 64
 DK = 32
@@ -265,3 +271,16 @@ def variant(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     out = copy.deepcopy(base)
     out.update(changes)
     return out
+
+
+def every_row(
+    subjects: dict[str, Subject], result: dict[str, Any], tim: dict[str, Any] | None
+) -> dict[str, Verdict]:
+    """Every rule's row (E1-E8, N1-N3, N7, F1, F2) on ``subjects``, ``author`` deciding."""
+    a, sub = subjects["author"], subjects.get("subcritical")
+    return {
+        "E1": e1(a), "E2": e2(a), "E3": e3(a), "E4": e4(a, sub), "E5": e5(result, tim),
+        "E6": e6(a), "E7": e7(subjects), "E8": e8(a), "N1": n1(a), "N2": n2(a), "N3": n3(a),
+        "N7": n7(subjects), "F1": exposure_finding(subjects),
+        "F2": comparison_row("F2", subjects, gated=False),
+    }  # fmt: skip

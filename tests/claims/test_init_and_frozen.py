@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 
-from fake_study import record, study, timings, trending
+from fake_study import every_row, record, study, timings, trending
 
-from pyverify.claims.findings import comparison_row, exposure_finding
-from pyverify.claims.rules import e1, e2, e3, e4, e5, e6, e7, e8, n1, n2, n3, n7, study_subject
+from pyverify.claims.rules import study_subject
 from pyverify.claims.verdict import NOT_SUPPORTED
 
 SAME_AT_INIT = {
@@ -41,23 +40,13 @@ def _trained_study():
     return r
 
 
-def _rows(subjects, result, tim):
-    a, sub = subjects["author"], subjects.get("subcritical")
-    return {
-        "E1": e1(a), "E2": e2(a), "E3": e3(a), "E4": e4(a, sub), "E5": e5(result, tim),
-        "E6": e6(a), "E7": e7(subjects), "E8": e8(a), "N1": n1(a), "N2": n2(a), "N3": n3(a),
-        "N7": n7(subjects), "F1": exposure_finding(subjects),
-        "F2": comparison_row("F2", subjects, gated=False),
-    }  # fmt: skip
-
-
 def test_every_rule_on_the_step_0_record_and_the_frozen_run():
     r = _trained_study()
     tim = timings(3.0, spread=0.5)
     runs = {n: study_subject(r, n) for n in r["runs"]}
-    trained = _rows(runs, r, tim)
-    init = _rows({n: s.at_step0() for n, s in runs.items()}, r, tim)
-    as_frozen = _rows({**runs, "author": runs["frozen"]}, r, tim)  # frozen decides
+    trained = every_row(runs, r, tim)
+    init = every_row({n: s.at_step0() for n, s in runs.items()}, r, tim)
+    as_frozen = every_row({**runs, "author": runs["frozen"]}, r, tim)  # frozen decides
     print(f"\n{'row':4} {'trained author':34} {'author at step 0':34} {'frozen deciding':34}")
     for claim in trained:
         print(f"{claim:4} {trained[claim].label:34} {init[claim].label:34} "

@@ -15,25 +15,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fake_study import every_row
 
-from pyverify.claims.findings import comparison_row, exposure_finding
 from pyverify.claims.ledger import build_ledger, load_study
 from pyverify.claims.regimes import given_regime, regimes_json
-from pyverify.claims.rules import (
-    e1,
-    e2,
-    e3,
-    e4,
-    e5,
-    e6,
-    e7,
-    e8,
-    n1,
-    n2,
-    n3,
-    n7,
-    study_subject,
-)
+from pyverify.claims.rules import study_subject
 from pyverify.claims.verdict import (
     BY_CONSTRUCTION,
     FEW_SEEDS,
@@ -86,19 +72,9 @@ def test_small_study_ledger(small, capsys):
 def test_every_rule_on_the_real_step_0_records_and_frozen(small):
     result, tim = load_study(small)
     runs = {n: study_subject(result, n) for n in result["runs"]}
-
-    def rows(subj):
-        a = subj["author"]
-        return {
-            "E1": e1(a), "E2": e2(a), "E3": e3(a), "E4": e4(a, subj["subcritical"]),
-            "E5": e5(result, tim), "E6": e6(a), "E7": e7(subj), "E8": e8(a), "N1": n1(a),
-            "N2": n2(a), "N3": n3(a), "N7": n7(subj), "F1": exposure_finding(subj),
-            "F2": comparison_row("F2", subj, gated=False),
-        }  # fmt: skip
-
-    trained = rows(runs)
-    init = rows({n: s.at_step0() for n, s in runs.items()})
-    frozen = rows({**runs, "author": runs["frozen"]})
+    trained = every_row(runs, result, tim)
+    init = every_row({n: s.at_step0() for n, s in runs.items()}, result, tim)
+    frozen = every_row({**runs, "author": runs["frozen"]}, result, tim)
     print(f"\n{'row':4} {'author':36} {'author at step 0':36} {'frozen deciding':36}")
     for c in trained:
         print(f"{c:4} {trained[c].label:36} {init[c].label:36} {frozen[c].label:36}")
