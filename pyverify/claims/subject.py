@@ -185,15 +185,22 @@ def gate_against(result: dict[str, Any]) -> str:
     return f"the best n-gram order ({order}), causal validation loss"
 
 
-def recall_gate(result: dict[str, Any], name: str) -> Gate:
-    """The recall task's gate of run ``name`` (:func:`gate_against`): on the answers."""
-    run, b = result["runs"].get(name), result["baseline"]
+def _refused(run: dict[str, Any] | None, name: str, key: str, what: str) -> Gate | None:
+    """The failed gate of run ``name`` if it has no records, diverged or lacks ``key``."""
     if run is None or not run.get("history"):
         return Gate(False, f"{name}: no records")
     if "diverged" in run:
         return Gate(False, f"{name}: the run diverged")
-    if "answers" not in run:
-        return Gate(False, f"{name}: no answer accuracy saved")
+    if key not in run:
+        return Gate(False, f"{name}: no {what} saved")
+    return None
+
+
+def recall_gate(result: dict[str, Any], name: str) -> Gate:
+    """The recall task's gate of run ``name`` (:func:`gate_against`): on the answers."""
+    run, b = result["runs"].get(name), result["baseline"]
+    if (failed := _refused(run, name, "answers", "answer accuracy")) is not None:
+        return failed
     acc = {m: run["answers"][m]["accuracy"] for m in RECALL_GATE_MODES}
     fails = [m for m, a in acc.items() if not (a >= RECALL_ACCURACY and a > b["accuracy"])]
     if max(b["chance"], b["accuracy"]) > RECALL_CHANCE:
@@ -221,12 +228,8 @@ def run_gate(result: dict[str, Any], name: str) -> Gate:
         return recall_gate(result, name)
     run = result["runs"].get(name)
     order, best = best_ngram(result)
-    if run is None or not run.get("history"):
-        return Gate(False, f"{name}: no records")
-    if "diverged" in run:
-        return Gate(False, f"{name}: the run diverged")
-    if "causal_val_loss" not in run:
-        return Gate(False, f"{name}: no causal validation loss saved")
+    if (failed := _refused(run, name, "causal_val_loss", "causal validation loss")) is not None:
+        return failed
     v = run["causal_val_loss"]
     ok = v < best
     why = f"{name}: causal validation loss {'beats' if ok else 'does not beat'} the best n-gram"
