@@ -22,7 +22,7 @@ from pyverify.claims.stats import mmm, op_grid, pair_values
 from pyverify.claims.subject import Subject, TrendCall, outcome
 from pyverify.claims.thresholds import COLLAPSED, MOVING
 from pyverify.claims.trends import SIGNED_MEAN_FLOOR, TREND_CI, difference, signed_mean_conditioned
-from pyverify.claims.verdict import (
+from pyverify.claims.verdict import (  # as in structure_rules: an import list, not a copy
     INCONCLUSIVE,
     NOT_SUPPORTED,
     SUPPORTED,

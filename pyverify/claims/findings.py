@@ -155,7 +155,6 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
     premise = (
         f"the {EXPOSED} run and every exposure-free run present, each with a G trend at every S"
     )
-    base = dict(uses=uses, by=" vs ".join(s.by for s in uses) or EXPOSED, rule=rule)
     lengths = ", ".join(f"{s.by} {s.last['step']}" for s in uses if s.history)
     caveat = (
         f"steps per run: {lengths}; each slope is fitted over its own run's window (the "
@@ -163,12 +162,11 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
         "not the same stage of training; one seed per run"
     )
     scope = "the G order parameter of the specimen's runs over training"
+    by = " vs ".join(s.by for s in uses) or EXPOSED
+    base = dict(uses=uses, by=by, rule=rule, scope=scope, caveat=caveat, premise=premise)
     if a is None or not a.history or not free:
         return Comparison(
-            **base,
-            scope=scope,
-            caveat=caveat,
-            premise=premise,  # type: ignore[arg-type]
+            **base,  # type: ignore[arg-type]
             premise_met=None,
             outcome=INCONCLUSIVE,
             trend_text="not measured",
@@ -204,10 +202,7 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
     out = DIFFERS if DIFFERS in vals else NO_DIFFERENCE if vals == {NO_DIFFERENCE} else INCONCLUSIVE
     text = "; ".join(f"{n} against {EXPOSED}: {v}" for n, v in verdicts.items())
     return Comparison(
-        **base,
-        scope=scope,
-        caveat=caveat,
-        premise=premise,  # type: ignore[arg-type]
+        **base,  # type: ignore[arg-type]
         premise_met=ok,
         outcome=out,
         trend_text=text,

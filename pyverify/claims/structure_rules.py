@@ -20,7 +20,7 @@ from pyverify.claims.thresholds import (
     TWIRLED,
 )
 from pyverify.claims.trends import TREND_CI, series_getters, trend
-from pyverify.claims.verdict import (
+from pyverify.claims.verdict import (  # as in collapse_rules: an import list, not a copy
     HOLDS_AT_INIT,
     INCONCLUSIVE,
     NOT_MEASURED,
