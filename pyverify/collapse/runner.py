@@ -132,6 +132,7 @@ Study = tuple[RunConfig, Path, tuple[str, ...]]
 """One study of a run: its settings, its folder and its named runs."""
 
 
+# keyword options repeated in run_studies on purpose: each public entry types its own
 def run_collapse(
     cfg: RunConfig,
     out_dir: Path,
@@ -179,6 +180,7 @@ def run_collapse(
                        **opts)[0]  # fmt: skip
 
 
+# keyword options of run_collapse repeated on purpose: each public entry types its own
 def run_studies(
     studies: list[Study],
     *,

@@ -74,6 +74,7 @@ from pyverify.reference.mp_stages import (
 from pyverify.reference.params import PLGAParams
 from pyverify.reference.validation import as_bool_mask
 
+# deliberate parallel of numpy_head (imports, names, order): the independent mpmath oracle
 __all__ = [
     "attend",
     "causal_mask",
@@ -194,6 +195,7 @@ def attend(weights: Any, v: Any, ctx: Any = None) -> Mat:
 
 
 # --------------------------------------------------------------------------- the head
+# signature repeated in plga_forward on purpose: each public entry documents its own
 def plga_forward_full(
     q: Any,
     k: Any,
@@ -275,6 +277,7 @@ def plga_forward_full(
     return PLGAResult(out=mat(out), weights=mat(weights), E=mat(E), ded=ded)
 
 
+# signature of plga_forward_full repeated on purpose: the public entry documents its own
 def plga_forward(
     q: Any,
     k: Any,

@@ -23,6 +23,7 @@ from pyverify.reference.deductive import Deductive, PLGAResult
 from pyverify.reference.params import ResUnit, SwiGLUBlock
 from pyverify.reference.validation import as_float_array
 
+# deliberate parallel of numpy_stages' names and order: the independent mpmath oracle
 __all__ = [
     "Mat",
     "Vec",

@@ -65,6 +65,7 @@ from pyverify.reference.validation import (
     check_finite_stage,
 )
 
+# deliberate parallel of mp (imports, names, order): mp is the independent mpmath oracle
 __all__ = [
     "attend",
     "causal_mask",
@@ -240,6 +241,7 @@ def _check_head_inputs(
     return q, k, v, params, Gv, m, Av
 
 
+# signature repeated in plga_forward on purpose: each public entry documents its own
 def plga_forward_full(
     q: ArrayLike,
     k: ArrayLike,
@@ -281,6 +283,7 @@ def plga_forward_full(
     return PLGAResult(out=out, weights=weights, E=E, ded=ded)
 
 
+# signature of plga_forward_full repeated on purpose: the public entry documents its own
 def plga_forward(
     q: ArrayLike,
     k: ArrayLike,

@@ -15,6 +15,7 @@ from pyverify.errors import InputValueError
 from pyverify.reference.params import ResUnit, SwiGLUBlock
 from pyverify.reference.validation import as_float_array, check_finite_stage
 
+# deliberate parallel of mp_stages' names and order: mp_stages is the independent oracle
 __all__ = [
     "density",
     "energy_curvature",

@@ -237,6 +237,7 @@ class PLGAttention(nn.Module):
         """Steps 4-6 from a metric-learner output ``A``: A, A_LM, A_P, G."""
         return self.plgatt_layer.from_a(A)
 
+    # the layer call chain passes the same arguments down (DecoderLayer.forward): not a copy
     def forward(
         self,
         x: Tensor,
@@ -300,6 +301,7 @@ class DecoderLayer(nn.Module):
         self.layernorm1 = _layernorm(cfg.d_model)
         self.layernorm2 = _layernorm(cfg.d_model)
 
+    # the arguments of PLGAttention.forward, passed down (the layer call chain): not a copy
     def forward(
         self,
         x: Tensor,
