@@ -8,4 +8,5 @@
 * :mod:`~pyverify.testing.layernorm_bounds` -- the metric learner's derived (unproved) bound;
 * :mod:`~pyverify.testing.fp` -- an implementation's arithmetic and the exact comparisons;
 * :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks;
+* :mod:`~pyverify.testing.bad_input` -- the bad-input tables' one test (the unit tests' too);
 """

@@ -18,6 +18,7 @@ import pyverify.kernels as kern
 from pyverify.kernels.model import from_reference as decoder_from_reference
 from pyverify.kernels.validation import row_norm_max
 from pyverify.reference import Decoder, PLGAParams
+from pyverify.testing.bad_input import one_line_error_test
 
 H, DK, S = 2, 4, 5
 HEADS = [PLGAParams.random(DK, 6, 1, 1, seed=h) for h in range(H)]
@@ -111,11 +112,7 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("call", "exc", "msg"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_raises_a_typed_one_line_error(call, exc, msg):
-    with pytest.raises(exc, match=msg) as info:
-        call()
-    assert "\n" not in str(info.value)
+test_bad_input_raises_a_typed_one_line_error = one_line_error_test(CASES)
 
 
 def test_real_overflow_is_still_reported_as_overflow():
