@@ -17,6 +17,13 @@ def _quiet(_msg: str) -> None:
     pass
 
 
+def _report(out, fake, repo, progress=_quiet, **options) -> int:
+    """``generate_report(out)`` quick, on the fake's phases, with ``repo`` as the repository."""
+    return generate_report(
+        out, quick=True, progress=progress, phases=fake.phases(), repo=repo, **options
+    )
+
+
 # --------------------------------------------------------------------------- aggregation
 def test_aggregate_fixture_results():
     agg = aggregate_tests(fixture_results())
@@ -97,13 +104,11 @@ def test_round_and_dumps():
 def test_report_outputs_and_determinism(tmp_path, fake):
     out = tmp_path / "reports"
     lines: list[str] = []
-    rc1 = generate_report(
-        out, quick=True, progress=lines.append, phases=fake.phases(), repo=tmp_path
-    )
+    rc1 = _report(out, fake, tmp_path, progress=lines.append)
     first = (out / "verification.json").read_bytes()
     env1 = json.loads((out / "environment.json").read_text())
     png1 = (out / "commutant_residual.png").read_bytes()
-    rc2 = generate_report(out, quick=True, progress=_quiet, phases=fake.phases(), repo=tmp_path)
+    rc2 = _report(out, fake, tmp_path)
     second = (out / "verification.json").read_bytes()
     assert first == second  # byte-identical despite built/cached, timings, benchmark numbers
     assert png1 == (out / "commutant_residual.png").read_bytes()
@@ -163,9 +168,7 @@ def test_report_passes_when_everything_passes(tmp_path):
     }
     fake = Fake(tmp_path, results=results)
     out = tmp_path / "r"
-    assert (
-        generate_report(out, quick=True, progress=_quiet, phases=fake.phases(), repo=tmp_path) == 0
-    )
+    assert _report(out, fake, tmp_path) == 0
     data = json.loads((out / "verification.json").read_text())
     assert data["ok"] and all(r["ok"] for r in data["theorems"])
     assert "Overall: **passed**" in (out / "index.md").read_text()
@@ -174,15 +177,7 @@ def test_report_passes_when_everything_passes(tmp_path):
 def test_missing_lean_theorem_fails(tmp_path):
     fake = Fake(tmp_path, missing=("dag_floor",))
     out = tmp_path / "r"
-    generate_report(
-        out,
-        tests=False,
-        bench=False,
-        quick=True,
-        progress=_quiet,
-        phases=fake.phases(),
-        repo=tmp_path,
-    )
+    _report(out, fake, tmp_path, tests=False, bench=False)
     data = json.loads((out / "verification.json").read_text())
     row = next(r for r in data["theorems"] if r["id"] == "dag_floor")
     assert row["lean"]["status"] == "missing" and not data["ok"]
@@ -193,9 +188,7 @@ def test_missing_lean_theorem_fails(tmp_path):
 def test_crashing_phase_is_reported(tmp_path, phase):
     fake = Fake(tmp_path, crash=phase)
     out = tmp_path / "r"
-    rc = generate_report(
-        out, bench=False, quick=True, progress=_quiet, phases=fake.phases(), repo=tmp_path
-    )
+    rc = _report(out, fake, tmp_path, bench=False)
     assert rc == 1
     data = json.loads((out / "verification.json").read_text())
     key = {
@@ -210,19 +203,10 @@ def test_crashing_phase_is_reported(tmp_path, phase):
 
 def test_skipped_phases_and_stale_files(tmp_path, fake):
     out = tmp_path / "r"
-    generate_report(out, quick=True, progress=_quiet, phases=fake.phases(), repo=tmp_path)
+    _report(out, fake, tmp_path)
     assert (out / "benchmark_ratios.png").exists()
     # skip everything optional: stale benchmark files go, the old manifest names stay
-    rc = generate_report(
-        out,
-        lean=False,
-        tests=False,
-        bench=False,
-        quick=True,
-        progress=_quiet,
-        phases=fake.phases(),
-        repo=tmp_path,
-    )
+    rc = _report(out, fake, tmp_path, lean=False, tests=False, bench=False)
     assert rc == 0
     assert not (out / "benchmark_ratios.png").exists() and not (out / "benchmarks.json").exists()
     data = json.loads((out / "verification.json").read_text())
