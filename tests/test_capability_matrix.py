@@ -24,6 +24,17 @@ def _load() -> ModuleType:
     return mod
 
 
+def _pytest_fails_under(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, cap: str) -> None:
+    """The matrix's pytest runs (faked) fail under capability ``cap`` alone."""
+    monkeypatch.setattr(
+        mod.subprocess,
+        "run",
+        lambda cmd, env: subprocess.CompletedProcess(
+            cmd, 1 if env["ATEN_CPU_CAPABILITY"] == cap else 0
+        ),
+    )
+
+
 @pytest.mark.parametrize(
     ("current", "args", "expected"),
     [
@@ -60,13 +71,7 @@ def test_a_failing_capability_fails_the_matrix(monkeypatch: pytest.MonkeyPatch):
     mod = _load()
     monkeypatch.setattr(mod, "_capability", lambda value: value or "avx2")
     monkeypatch.setattr(mod, "probe", lambda value: (value, {}))
-    monkeypatch.setattr(
-        mod.subprocess,
-        "run",
-        lambda cmd, env: subprocess.CompletedProcess(
-            cmd, 1 if env["ATEN_CPU_CAPABILITY"] == "default" else 0
-        ),
-    )
+    _pytest_fails_under(monkeypatch, mod, "default")
     assert mod.main([]) == 1
 
 
@@ -114,13 +119,7 @@ def test_a_failure_beside_a_refusal_still_fails_the_matrix(monkeypatch):
     mod = _load()
     monkeypatch.setattr(mod, "_capability", lambda value: value or "avx2")
     monkeypatch.setattr(mod, "probe", lambda value: (value, {"bfloat16": "simulated"}))
-    monkeypatch.setattr(
-        mod.subprocess,
-        "run",
-        lambda cmd, env: subprocess.CompletedProcess(
-            cmd, 1 if env["ATEN_CPU_CAPABILITY"] == "avx2" else 0
-        ),
-    )
+    _pytest_fails_under(monkeypatch, mod, "avx2")
     assert mod.main([]) == 1
 
 
