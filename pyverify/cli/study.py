@@ -60,6 +60,17 @@ def _collapse_device(args: argparse.Namespace) -> Any:
     return torch.device(args.device)
 
 
+def _job_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The study runner's job options (``run_collapse``, ``run_studies``) from the flags."""
+    return {
+        "resume": args.resume,
+        "restart": args.restart,
+        "jobs": args.jobs or 2,
+        "threads": args.threads,
+        "device": args.device,
+    }
+
+
 def _cmd_collapse(args: argparse.Namespace) -> int:
     """Run ``pyverify collapse``: one run's job (``--run``) or the whole study.
 
@@ -134,17 +145,7 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
 
     out = check_output_dir(args.output or study_dir, "collapse -o/--output")
     try:
-        run_collapse(
-            cfg,
-            out,
-            resume=args.resume,
-            restart=args.restart,
-            jobs=args.jobs or 2,
-            threads=args.threads,
-            device=args.device,
-            progress=say is not None,
-            log=progress,
-        )
+        run_collapse(cfg, out, progress=say is not None, log=progress, **_job_options(args))
     except JobFailedError as exc:
         print(f"pyverify: error: {exc}", file=sys.stderr)
         return exc.status
@@ -186,16 +187,7 @@ def _cmd_regime(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     try:
-        run_studies(
-            studies,
-            resume=args.resume,
-            restart=args.restart,
-            jobs=args.jobs or 2,
-            threads=args.threads,
-            device=args.device,
-            progress=not args.no_progress,
-            log=progress,
-        )
+        run_studies(studies, progress=not args.no_progress, log=progress, **_job_options(args))
     except JobFailedError as exc:
         print(f"pyverify: error: {exc}", file=sys.stderr)
         return exc.status
