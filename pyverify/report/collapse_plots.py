@@ -19,7 +19,7 @@ from typing import Any
 
 from pyverify.errors import InputValueError, MissingInputError
 
-__all__ = ["FIGURES", "draw_all"]
+__all__ = ["FIGURES", "draw_all", "save_figure"]
 
 FIGURES = (
     "order_parameter.png",
@@ -56,7 +56,8 @@ def _per_head(ax: Any, hist: list[dict], get: Any, colour: str, label: str, ls: 
             ax.plot(steps, ys, color=colour, ls=ls, alpha=0.8, lw=1, label=lab)
 
 
-def _save(fig: Any, path: Path) -> None:
+def save_figure(fig: Any, path: Path) -> None:
+    """Write ``fig`` to ``path`` (PNG, 80 dpi, no software stamp: the bytes are reproducible)."""
     fig.tight_layout()
     fig.savefig(path, dpi=80, metadata={"Software": None})
 
@@ -98,7 +99,7 @@ def draw_all(out_dir: Path) -> list[Path]:
         ax.legend(fontsize=7)
     axs[0][0].set_ylabel(f"order parameter per layer x head (S = {S})")
     paths.append(out_dir / FIGURES[0])
-    _save(fig, paths[-1])
+    save_figure(fig, paths[-1])
 
     fig, axs = plt.subplots(
         1, len(runs), figsize=(3.2 * len(runs), 3.2), sharey=True, squeeze=False
@@ -120,7 +121,7 @@ def draw_all(out_dir: Path) -> list[Path]:
         ax.legend(fontsize=7)
     axs[0][0].set_ylabel("author's order_pair, RMS form (max over prompts, per layer)")
     paths.append(out_dir / FIGURES[1])
-    _save(fig, paths[-1])
+    save_figure(fig, paths[-1])
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, run in runs.items():
@@ -131,7 +132,7 @@ def draw_all(out_dir: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     paths.append(out_dir / FIGURES[2])
-    _save(fig, paths[-1])
+    save_figure(fig, paths[-1])
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, run in runs.items():
@@ -156,7 +157,7 @@ def draw_all(out_dir: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     paths.append(out_dir / FIGURES[3])
-    _save(fig, paths[-1])
+    save_figure(fig, paths[-1])
 
     paths.append(out_dir / FIGURES[4])
     _trends(plt, runs, paths[-1])
@@ -210,7 +211,7 @@ def _trends(plt: Any, runs: dict, path: Path) -> None:
     axs[0][0].set_yticks(range(len(names)), names)
     fig.suptitle(f"trend of ln(order parameter), mean over layer x head ({TREND_CI:.0%} "
                  "bootstrap interval over heads)", fontsize=9)  # fmt: skip
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _exposure(plt: Any, result: dict, runs: dict, path: Path) -> None:
@@ -244,4 +245,4 @@ def _exposure(plt: Any, result: dict, runs: dict, path: Path) -> None:
     ax2.set(ylim=(0, 1), ylabel="fraction of prefix logits that change",
             title="online contract (suffix replaced)")  # fmt: skip
     ax2.grid(alpha=0.3, axis="y")
-    _save(fig, path)
+    save_figure(fig, path)

@@ -15,18 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from pyverify.report.collapse_plots import TINY
+from pyverify.report.collapse_plots import TINY, save_figure
 
 __all__ = ["REGIME_FIGURES", "draw_regime"]
 
 REGIME_FIGURES = ("seeds_order_parameter.png", "seeds_accuracy.png")
 MODE_STYLE = {"teacher-forced": ":", "causal": "-", "prompt-cache": "--"}
 SEED_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")
-
-
-def _save(fig: Any, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=80, metadata={"Software": None})
 
 
 def _runs(saved: dict[int, dict[str, Any]]) -> list[str]:
@@ -67,7 +62,7 @@ def draw_regime(base: Path, saved: dict[int, dict[str, Any]]) -> list[Path]:
         ax.legend(fontsize=7)
     axs[0][0].set_ylabel("G order parameter: median over heads (band: min..max)")
     paths.append(base / REGIME_FIGURES[0])
-    _save(fig, paths[-1])
+    save_figure(fig, paths[-1])
     plt.close(fig)
     recall = any(r.get("baseline", {}).get("task") == "recall" for r in saved.values())
     if recall:
@@ -94,6 +89,6 @@ def draw_regime(base: Path, saved: dict[int, dict[str, Any]]) -> list[Path]:
             ax.legend(fontsize=6)
         axs[0][0].set_ylabel("answer accuracy (validation)")
         paths.append(base / REGIME_FIGURES[1])
-        _save(fig, paths[-1])
+        save_figure(fig, paths[-1])
         plt.close(fig)
     return paths
