@@ -1,0 +1,86 @@
+"""fp_cached_decode: a cached decode and the uncached pass differ by at most B_c + B_u.
+
+Lean: ``Pldr.fp_cached_decode`` (``lean/Pldr/Float/Decoder.lean``): decoding token by token
+with a KV- and G-cache (``decodeLoop``) and the uncached pass with the same metrics
+(``runWith``) are equal in exact arithmetic (``incremental_decoding``), so computed rows
+within ``B_c`` and ``B_u`` of their exact values differ by at most ``B_c + B_u``
+(:func:`pyverify.fp.stages.fp_cached_decode`).
+
+Through the protocol's ``decoder(ref)``: ``decode(prompt, rest)`` (a prompt pass, then one
+KV+G-cached step per token of ``rest``) against ``forward(prompt + rest)``, on the rows of
+``rest``, in each implementation (the reference in float64, the kernels in float32, SDPA
+pinned to the fused kernel). ``B_c`` and ``B_u`` are the composed ``fp_decoder_step``
+bounds of :func:`pyverify.testing.stage_bounds.decoder_bound` (the decoders of
+``test_fp_decoder_step``: one layer, zero keys, parameters held exactly): a decoded row
+goes through the same stage kernels on the same exact trajectory as the pass's row, and
+its attention (one query against the cache) has the bound of the pass's row over the same
+keys (``fp_head_output`` row by row), so ``B_c = B_u``. Checked: both hypotheses of the
+statement (each computation within its bound of the mpmath oracle at 50 digits) and its
+conclusion ``|Y_c - Y_u| <= B_c + B_u``, the last exactly (Fractions).
+
+What is not covered: with zero keys the metric (and so the difference between the
+prompt's G-cache and the pass's recomputed G, which ``runWith`` supplies and ``run``
+would not) does not reach the logits; nonzero scores are outside the composed bound (see
+``test_fp_decoder_step``). ``incremental_decoding``'s own test checks the exact equality
+with nonzero keys, within a derived tolerance.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pyverify.errors import PowerLawOverflowError
+from pyverify.fp.stages import fp_cached_decode
+from pyverify.testing.fp import mp_excess, pinned_sdpa, worst_excess
+from pyverify.testing.impls import REFERENCE, impl_ids, kernels
+from pyverify.testing.stage_bounds import (
+    OutsideModel,
+    decoder_bound,
+    stage_arith,
+    zero_key_decoder,
+)
+from pyverify.testing.strategies import examples, small_decoder, tokens
+
+pytestmark = pytest.mark.theorem("fp_cached_decode")
+
+IMPLS = [REFERENCE, *kernels("float32")]
+
+
+def _excesses(impl, ref, toks, n: int) -> tuple[float, float, float]:
+    """``(cached vs exact / B_c, uncached vs exact / B_u, cached vs uncached / (B_c + B_u))``."""
+    sa = stage_arith(impl)
+    try:
+        exact, bound = decoder_bound(ref.params, toks, sa)
+    except OutsideModel:
+        assume(False)  # a LayerNorm the theorem cannot resolve
+    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
+    try:
+        with pinned_sdpa(impl, sa.path, dk, dk):
+            model = impl.decoder(ref)
+            cached = model.decode(toks[:n], toks[n:])
+            uncached = model.forward(toks)[n:]
+    except PowerLawOverflowError:
+        assume(False)  # the (unused) metric learner overflowed
+    B_c = B_u = bound[n:]  # the same stages on the same exact rows (module docstring)
+    rows = exact[n:]
+    y_u = [[Fraction(float(t)) for t in row] for row in uncached]
+    return (mp_excess(cached, rows, B_c), mp_excess(uncached, rows, B_u),
+            worst_excess(cached, y_u, fp_cached_decode(B_c, B_u)))  # fmt: skip
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=impl_ids)
+@examples(15)
+@given(st.data())
+def test_cached_decode_within_the_sum_of_the_bounds(impl, data):
+    dm = data.draw(st.sampled_from([4, 16]), label="d_model")
+    ref = zero_key_decoder(data.draw(small_decoder(d_model=dm, num_layers=1), label="decoder"))
+    toks = data.draw(tokens(min_size=2, max_size=6), label="tokens")
+    n = data.draw(st.integers(1, len(toks) - 1), label="prompt")
+    hc, hu, diff = _excesses(impl, ref, toks, n)
+    assert hc <= 1.0  # the cached decode within B_c of the exact rows
+    assert hu <= 1.0  # the uncached pass within B_u
+    assert diff <= 1.0  # the statement

@@ -1,0 +1,484 @@
+"""The decoder stages' proved bounds (:mod:`pyverify.fp.stages`) for the property tests.
+
+Each shipped implementation's arithmetic as the parameters of the Lean statements of
+``lean/Pldr/Float/LayerNorm.lean``, ``Stages.lean`` and ``Decoder.lean``
+(:class:`StageArith`), the running bounds of one LayerNorm, one SwiGLU block and one
+affine kernel evaluated on the actual operands, and the composed bound of a decoder pass
+(:func:`decoder_bound`) with its exact value (mpmath at :data:`~pyverify.testing.fp.MP_DPS`
+digits, the spec of ``docs/plga-spec.md`` written out: :mod:`pyverify.reference.mp_stages`).
+
+Evaluation. The formulas with coefficients ``(1 + a)(1 + b) - 1`` (``fp_layernorm`` and its
+statistics, ``fp_swiglu_kappa``, ``fp_swiglu_silu``) are evaluated in Fractions: in float64
+their cancellation would cost ~``2^-53 / u`` relative (everything at ``u = 2^-53``). The
+rest (sums and products of nonnegative terms) in float64, each stage's result times
+:data:`~pyverify.fp.formulas.EVAL_SLACK` (``[fp_summation]``: within it of the exact value,
+the float64 leaves included); every bound is monotone in its input error, so the slack of
+one stage carries through the next.
+
+What each implementation computes (the premises), :func:`stage_arith`:
+
+* the reference (NumPy float64): two-pass LayerNorm ``(x - mu) / sqrt(v + eps) * g + b``:
+  ``sqrt`` correctly rounded and the quotient one rounding of ``c * (1 / s)`` with ``1 / s``
+  exact, so the reciprocal square root routine is ``1 / s``: ``u_rs = u / (1 - u)``; the
+  sigmoid ``where(z >= 0, 1 / (1 + e), e / (1 + e))`` with ``e = exp(-|z|)``: for ``z < 0``
+  it is ``fl(1 / D)`` with ``D = fl(1 + e) / e`` exact, ``1 + 1/e`` rounded once and
+  ``1/e`` an exponential of ``-z`` of accuracy ``u_e / (1 - u_e)`` (``u_e`` NumPy's
+  ``exp``): that accuracy covers both branches; affine maps ``x @ W + b`` (``n + 1``
+  leaves in any order, ``fp_mixed_precision``); attention normalised first (path
+  ``reference``).
+* the kernels (torch on the CPU; float32, and bfloat16 computed in float32): LayerNorm
+  ATen's: the moments (Welford's, ``RowwiseMoments``), ``rstd = fl(1 / fl(sqrt(w)))``
+  (``u_rs = (1 + u)/(1 - u) - 1``), ``y = fma(fl(fl(x - mu) rstd), g, b)`` (a fused
+  product is a rounding with zero error; the form read off ATen 2.13's outputs bit for
+  bit); at bfloat16 the row computed in float32 and rounded once. F.silu
+  ``fl(h / fl(1 + exp(-h)))``: the sigmoid ``1 / D`` exact, the quotient the product's
+  rounding; its exponential Sleef's ``u10`` (:data:`~pyverify.fp.exps.LIB_ACCURACY`); at
+  bfloat16 computed in float32 and rounded once (a rounding of
+  ``u = (1 + u_bf)(1 + u_32) - 1``). ``addmm`` accumulates in
+  the compute dtype, the bias one of the leaves, the result rounded once to the I/O
+  dtype (``fp_mixed_precision`` with ``u_out``). SDPA: the fused CPU kernel (path
+  ``sdpa``), pinned by the tests.
+
+The kernels' LayerNorm moments are Welford's, not the two-pass routine whose errors
+``fp_layernorm_mean`` and ``fp_layernorm_variance`` bound; the Lean statement takes any
+routine through ``Delta mu``, ``e_v``, ``eta_v``, and the kernels are held to the two-pass
+values: an assumption about ATen (that of :mod:`pyverify.testing.layernorm_bounds`), whose
+observable consequences (the returned mean within ``Delta mu``, ``rstd`` within ``R r``)
+the LayerNorm test checks on every float32 example (bfloat16 returns them rounded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+import torch
+
+from pyverify.fp import stages
+from pyverify.fp.attention import attention_bound
+from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_mixed_precision
+from pyverify.fp.models import LIB_ACCURACY, Arithmetic
+from pyverify.fp.underflow import NotModelled
+from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
+from pyverify.reference import Decoder
+from pyverify.reference import mp_stages as mps
+from pyverify.reference.params import SWIGLU_FIELDS
+from pyverify.testing.fp import MP_DPS, arith
+from pyverify.testing.layernorm_bounds import SILU_LIP
+
+__all__ = [
+    "HIDDEN_LIMIT",
+    "OutsideModel",
+    "StageArith",
+    "affine_local",
+    "affine_mp",
+    "decoder_bound",
+    "f64",
+    "layernorm_bound",
+    "mp_context",
+    "mpf_fraction",
+    "stage_arith",
+    "swiglu_bound",
+    "zero_key_decoder",
+]
+
+#: [fp_swiglu] Largest hidden value ``|h|`` the SwiGLU bound is evaluated for: ``exp(-h)``
+#: stays in float32's normal range (no underflow term, no overflow), the premise of
+#: taking the exponential's relative accuracy alone (``eta_e = 0``).
+HIDDEN_LIMIT = 60.0
+
+
+class OutsideModel(ValueError):  # noqa: N818 (a refusal of the example, as BoundRefused)
+    """The operands leave a premise of the bounds (the test rejects the example)."""
+
+
+@dataclass(frozen=True)
+class StageArith:
+    """One implementation's arithmetic as the parameters of the stage statements.
+
+    Attributes
+    ----------
+    ar : Arithmetic
+        The implementation's arithmetic (:func:`pyverify.testing.fp.arith`).
+    u, eta : Fraction
+        Unit round-off of the compute dtype and the underflow of one product in it.
+    u_rs : Fraction
+        ``fp_layernorm``'s reciprocal square root accuracy.
+    u_exp : Fraction
+        ``fp_swiglu``'s exponential accuracy (:data:`~pyverify.fp.exps.LIB_ACCURACY`).
+    u_out, eta_out : Fraction
+        The rounding of a float32 result to the I/O dtype (0 where they agree).
+    path : str
+        How the attention scores are formed (:func:`pyverify.fp.models.scores_bound`).
+    """
+
+    ar: Arithmetic
+    u: Fraction
+    eta: Fraction
+    u_rs: Fraction
+    u_exp: Fraction
+    u_out: Fraction
+    eta_out: Fraction
+    path: str
+
+    @property
+    def u_sw(self) -> Fraction:
+        """``fp_swiglu``'s ``u``: the compute rounding, then the output's (``u_out``)."""
+        return (1 + self.u) * (1 + self.u_out) - 1
+
+    @property
+    def eta_sw(self) -> Fraction:
+        """``fp_swiglu``'s ``eta``: ``|fl_o(fl(z)) - z| <= u_sw |z| + (1 + u_o) eta + eta_o``."""
+        return (1 + self.u_out) * self.eta + self.eta_out
+
+
+def stage_arith(impl: Any) -> StageArith:
+    """The :class:`StageArith` of ``impl`` (module docstring: what each computes)."""
+    ar = arith(impl)
+    u = Fraction(UNIT_ROUNDOFF[ar.compute])
+    eta = Fraction(UNDERFLOW[ar.compute])
+    u_lib = Fraction(LIB_ACCURACY[ar.compute])
+    if ar.impl == "reference":
+        return StageArith(ar, u, eta, u / (1 - u), u_lib / (1 - u_lib), Fraction(0),
+                          Fraction(0), "reference")  # fmt: skip
+    if ar.device != "cpu":
+        raise NotModelled(
+            f"{ar.device} {ar.dtype}: the stage premises (ATen's CPU LayerNorm, silu, addmm) "
+            "are the CPU kernels': no proved stage bound"
+        )
+    low = ar.dtype != ar.compute
+    u_out = Fraction(UNIT_ROUNDOFF[ar.dtype]) if low else Fraction(0)
+    eta_out = Fraction(UNDERFLOW[ar.dtype]) if low else Fraction(0)
+    path = "sdpa_split" if ar.reduced else "sdpa"
+    return StageArith(ar, u, eta, (1 + u) / (1 - u) - 1, u_lib, u_out, eta_out, path)
+
+
+# --------------------------------------------------------------------------- conversions
+def mp_context() -> Any:
+    """An mpmath context at :data:`~pyverify.testing.fp.MP_DPS` digits."""
+    ctx = mpmath.MPContext()
+    ctx.dps = MP_DPS
+    return ctx
+
+
+def mpf_fraction(x: Any) -> Fraction:
+    """An ``mpf`` (or float) as the Fraction it is, exactly."""
+    if isinstance(x, float | int):
+        return Fraction(x)
+    man, exp = x.man_exp
+    return Fraction(int(man)) * (Fraction(2) ** int(exp))
+
+
+def _up(q: Fraction) -> float:
+    """The least float64 ``>= q``."""
+    f = float(q)
+    return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
+
+
+def f64(m: Sequence[Sequence[Any]]) -> np.ndarray:
+    """A matrix of mpf as float64 (each entry rounded once)."""
+    return np.array([[float(e) for e in row] for row in m], dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- stages
+def affine_local(abs_x: np.ndarray, W: np.ndarray, b: np.ndarray, sa: StageArith) -> np.ndarray:
+    """``[fp_mixed_precision]`` An affine kernel ``x W + b`` on its own input, ``|x^| <= abs_x``.
+
+    ``n + 1`` leaves (the bias one) in any order at ``u``, products underflowing by
+    ``eta`` each, the result rounded once at ``u_out`` (the weights held exactly).
+    """
+    W = np.asarray(W, np.float64)
+    n = W.shape[0]
+    mass = np.asarray(abs_x, np.float64) @ np.abs(W) + np.abs(np.asarray(b, np.float64))
+    return EVAL_SLACK * fp_mixed_precision(
+        mass, n + 1, float(sa.u), u_out=float(sa.u_out), eta_sum=n * float(sa.eta),
+        eta_out=float(sa.eta_out),
+    )  # fmt: skip
+
+
+def layernorm_bound(
+    x: Sequence[Sequence[Fraction]], d: np.ndarray, gamma, beta, eps: float, sa: StageArith,
+    ctx: Any, *, with_parts: bool = False,
+) -> Any:  # fmt: skip
+    """``[fp_layernorm]`` The entrywise bound of every row (float64, rounded up).
+
+    ``x``: the exact rows (Fractions); ``d``: their input error; ``gamma``, ``beta``,
+    ``eps``: as held (exact). Statistics: ``fp_layernorm_mean`` (``u_d = u``,
+    ``eta_d = eta``) and ``fp_layernorm_variance`` (``eta_m = eta_d = eta``); the exact
+    ``r = 1/sqrt(v + eps)`` from mpmath, rounded up (the bound increases with ``r``: each
+    ``u |c_i| r |gamma_i|`` term outgrows the change of ``u |y_i|``). At bfloat16 the
+    float32 row's rounding: ``[fp_elementwise]`` with ``L = 1``. ``with_parts``: also
+    ``(Delta mu, R)`` per row (``|r^ - r| <= R r``, the statistics half of the proof).
+
+    Raises
+    ------
+    OutsideModel
+        A row whose variance is not resolved (``W >= v + eps``): no bound.
+    """
+    u, eta = sa.u, sa.eta
+    g = [Fraction(float(t)) for t in np.asarray(gamma, np.float64)]
+    bt = [Fraction(float(t)) for t in np.asarray(beta, np.float64)]
+    ep = Fraction(float(eps))
+    out, parts = [], []
+    for row, drow in zip(x, np.asarray(d, np.float64), strict=True):
+        n = len(row)
+        dr = [Fraction(float(t)) for t in drow]
+        mu = sum(row, Fraction(0)) / n
+        v = sum(((t - mu) ** 2 for t in row), Fraction(0)) / n
+        r_mp = 1 / ctx.sqrt(ctx.mpf(v.numerator) / v.denominator + ctx.mpf(float(eps)))
+        r = mpf_fraction(r_mp * (1 + ctx.mpf(10) ** (10 - MP_DPS)))
+        dmu = stages.fp_layernorm_mean(sum(map(abs, row), Fraction(0)), sum(dr), n, u, u, eta)
+        e_v, eta_v = stages.fp_layernorm_variance(n, u, u, eta, eta)
+        try:
+            b = stages.fp_layernorm(row, dr, g, bt, ep, r, u=u, eta=eta, u_rs=sa.u_rs,
+                                    delta_mu=dmu, e_v=e_v, eta_v=eta_v)  # fmt: skip
+        except ValueError as exc:
+            raise OutsideModel(str(exc)) from None
+        bf = np.array([_up(t) for t in b])
+        if sa.u_out:
+            y = np.array(
+                [abs(float(gi * (xi - mu) * r + bi)) for gi, xi, bi in zip(g, row, bt, strict=True)]
+            )
+            bf = EVAL_SLACK * fp_elementwise(1.0, bf, float(sa.u_out), y, float(sa.eta_out))
+        out.append(bf)
+        if with_parts:
+            c = [t - mu for t in row]
+            D = [(1 + u) * (di + dmu) + u * abs(ci) for di, ci in zip(dr, c, strict=True)]
+            Q = sum((Di * (2 * abs(ci) + Di) for Di, ci in zip(D, c, strict=True)), Fraction(0))
+            V = (1 + e_v) * (Q / n) + e_v * v + eta_v
+            W = (1 + u) * V + u * (v + ep)
+            R = (1 + sa.u_rs) * (1 + W / (v + ep - W)) - 1
+            parts.append((dmu, R))
+    bound = np.array(out)
+    return (bound, parts) if with_parts else bound
+
+
+def swiglu_bound(h1, h2, s1, abs_x, d, block, sa: StageArith, *, abs_p=None) -> np.ndarray:
+    """``[fp_swiglu]`` The bound of a SwiGLU block's output rows.
+
+    ``h1``, ``h2``, ``s1 = silu(h1)``: the exact hidden values (float64), ``abs_x``: ``|x|``
+    of the exact input, ``d``: its error. ``B1``, ``B2``: :func:`affine_local` on
+    ``|x| + d``; ``B3`` on ``|p^| <= |s1 h2| + dp`` (``abs_p`` the actual ``|p^|`` where
+    known), ``dp`` the statement's own bound of the gated product (``fp_swiglu`` with
+    ``W3 = I``, ``B3 = 0``). The sigmoid: ``eta_e = eta_q = 0`` (``|h1| <=``
+    :data:`HIDDEN_LIMIT`: ``exp(-h)`` and ``1 / D`` normal), silu ``SILU_LIP``-Lipschitz.
+    """
+    h1, h2, s1 = (np.asarray(t, np.float64) for t in (h1, h2, s1))
+    if np.any(np.abs(h1) > HIDDEN_LIMIT):
+        raise OutsideModel(f"a hidden value beyond {HIDDEN_LIMIT}: exp(-h) may leave the range")
+    d = np.asarray(d, np.float64)
+    xs = np.asarray(abs_x, np.float64) + d
+    B1 = affine_local(xs, block.W1, block.b1, sa)
+    B2 = affine_local(xs, block.W2, block.b2, sa)
+    kw = {"u": sa.u_sw, "eta": sa.eta_sw, "u_exp": sa.u_exp, "eta_e": Fraction(0),
+          "eta_q": Fraction(0), "lip": Fraction(SILU_LIP)}  # fmt: skip
+    f = h1.shape[-1]
+    dp = EVAL_SLACK * np.asarray(
+        stages.fp_swiglu(h1, h2, s1, d, block.W1, block.W2, np.eye(f), B1, B2, np.zeros(f), **kw),
+        np.float64,
+    )
+    p = EVAL_SLACK * np.abs(s1 * h2) + dp if abs_p is None else np.asarray(abs_p, np.float64)
+    B3 = affine_local(p, block.W3, block.b3, sa)
+    out = stages.fp_swiglu(h1, h2, s1, d, block.W1, block.W2, block.W3, B1, B2, B3, **kw)
+    return EVAL_SLACK * np.asarray(out, np.float64)
+
+
+# --------------------------------------------------------------------------- the decoder
+def affine_mp(X, W, b, ctx) -> list[list[Any]]:
+    """The exact ``X W + b`` (rows of mpf; ``W``, ``b`` float64, converted exactly)."""
+    Wm = mps.to_mat(np.asarray(W, np.float64), "W", ctx=ctx)
+    cols = [list(c) for c in zip(*Wm, strict=True)]
+    bv = [ctx.mpf(float(t)) for t in np.asarray(b, np.float64)]
+    return [[ctx.fdot(row, c) + bj for c, bj in zip(cols, bv, strict=True)] for row in X]
+
+
+def _add(X, Y) -> list[list[Any]]:
+    return [[a + b for a, b in zip(r, s, strict=True)] for r, s in zip(X, Y, strict=True)]
+
+
+def _causal_mean(V, ctx) -> list[list[Any]]:
+    """Row ``i``: the mean of rows ``0..i`` (uniform causal attention)."""
+    out, acc = [], [ctx.zero] * len(V[0])
+    for i, row in enumerate(V):
+        acc = [a + b for a, b in zip(acc, row, strict=True)]
+        out.append([a / (i + 1) for a in acc])
+    return out
+
+
+def _fracs(X) -> list[list[Fraction]]:
+    return [[mpf_fraction(t) for t in row] for row in X]
+
+
+def _ln_stage(gamma, beta, eps, sa, ctx):
+    def f(X):
+        return mps.layer_norm_rows(X, gamma, beta, eps, ctx)
+
+    def beta_(X, d):
+        return layernorm_bound(_fracs(X), d, gamma, beta, eps, sa, ctx)
+
+    return f, beta_
+
+
+def _attention_residual_stage(mha, sa, ctx):
+    """``x + (causal mean of x W_v + b_v) W_o + b_o``: the attention sublayer with zero keys.
+
+    Every score is ``q G 0 = 0`` exactly, so the exact weights are ``1 / (i + 1)`` and the
+    head is the causal mean of its values: ``[fp_head_output]`` (:func:`attention_bound`
+    on the computed values, ``|v^| <= |v| + dv``) plus the propagated ``P dv``
+    (``fp_decoder_step_affine`` with the weights as the map), between the two projections'
+    ``fp_decoder_step_affine``; then ``fp_decoder_step_residual``.
+    """
+    H = len(mha.heads)
+    dk = mha.Wv.shape[1] // H
+
+    def g(X):
+        return affine_mp(_causal_mean(affine_mp(X, mha.Wv, mha.bv, ctx), ctx), mha.Wo, mha.bo,
+                          ctx)  # fmt: skip
+
+    def f(X):
+        return _add(X, g(X))
+
+    def beta_(X, d):
+        ax = np.abs(f64(X))
+        V = affine_mp(X, mha.Wv, mha.bv, ctx)
+        dV = EVAL_SLACK * stages.fp_decoder_step_affine(affine_local(ax + d, mha.Wv, mha.bv, sa),
+                                                        d, mha.Wv)  # fmt: skip
+        S = len(X)
+        P = np.tril(np.ones((S, S))) / np.arange(1, S + 1)[:, None]
+        vmag = np.abs(f64(V)) + dV
+        mass = EVAL_SLACK * (P @ vmag)
+        z = np.zeros((S, dk))
+        parts = []
+        for h in range(H):
+            cols = slice(h * dk, (h + 1) * dk)
+            parts.append(attention_bound(sa.ar, z, z, vmag[:, cols], causal=True, path=sa.path,
+                                         mass=mass[:, cols]))  # fmt: skip
+        B_att = np.concatenate(parts, axis=1)
+        dA = EVAL_SLACK * stages.fp_decoder_step_affine(B_att.T, dV.T, P.T).T
+        aA = np.abs(f64(_causal_mean(V, ctx)))
+        dH = EVAL_SLACK * stages.fp_decoder_step_affine(affine_local(aA + dA, mha.Wo, mha.bo, sa),
+                                                        dA, mha.Wo)  # fmt: skip
+        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dH, np.abs(f64(f(X))), float(sa.u))
+
+    return f, beta_
+
+
+def _ffn_residual_stage(ffn, sa, ctx):
+    """``x + SwiGLU(x)``: ``[fp_swiglu]`` then ``fp_decoder_step_residual``."""
+
+    def f(X):
+        return _add(X, mps.swiglu(X, ffn, ctx))
+
+    def beta_(X, d):
+        H1 = affine_mp(X, ffn.W1, ffn.b1, ctx)
+        H2 = affine_mp(X, ffn.W2, ffn.b2, ctx)
+        S1 = [[mps.silu(t, ctx) for t in row] for row in H1]
+        dF = swiglu_bound(f64(H1), f64(H2), f64(S1), np.abs(f64(X)), d, ffn, sa)
+        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dF, np.abs(f64(f(X))), float(sa.u))
+
+    return f, beta_
+
+
+def _logits_stage(W, b, sa, ctx):
+    def f(X):
+        return affine_mp(X, W, b, ctx)
+
+    def beta_(X, d):
+        local = affine_local(np.abs(f64(X)) + d, W, b, sa)
+        return EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
+
+    return f, beta_
+
+
+def decoder_bound(params: Any, tokens: Sequence[int], sa: StageArith) -> tuple[list, np.ndarray]:
+    """``[fp_decoder_step]`` The exact logits of a decoder pass and their composed bound.
+
+    The decoder's keys must be zero (``W_k = 0``, ``b_k = 0`` in every layer: the scores
+    are exactly 0, attention is the causal mean of the values), ``d_model`` a perfect
+    square (the embedding's scaling by ``sqrt(d_model)`` exact) and every parameter held
+    exactly by the implementation. The chain (``FpStage.decoderStep``): the embedding's
+    LayerNorm, per layer the attention residual, LayerNorm, feed-forward residual,
+    LayerNorm, then the logits; :func:`pyverify.fp.stages.fp_decoder_step` composes the
+    stages' bounds along the exact trajectory (mpmath). Rows are token positions; every
+    stage but attention acts row by row.
+
+    Returns
+    -------
+    exact : list of list of mpf
+        The exact logits ``(S, vocab)``.
+    bound : numpy.ndarray
+        Their entrywise bound.
+    """
+    ctx = mp_context()
+    dm = params.d_model
+    root = math.isqrt(dm)
+    if root * root != dm:
+        raise ValueError("d_model must be a perfect square (sqrt(d_model) exact)")
+    for layer in params.layers:
+        if np.any(layer.mha.Wk) or np.any(layer.mha.bk):
+            raise ValueError("the decoder's keys must be zero (W_k = 0, b_k = 0)")
+    emb = np.asarray(params.embedding, np.float64)[np.asarray(tokens)] * root
+    x0 = mps.to_mat(emb, "x", ctx=ctx)
+    chain: list[tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]] = [
+        _ln_stage(params.ln_gamma, params.ln_beta, params.ln_eps, sa, ctx)
+    ]
+    for layer in params.layers:
+        chain += [
+            _attention_residual_stage(layer.mha, sa, ctx),
+            _ln_stage(layer.ln1_gamma, layer.ln1_beta, layer.ln_eps, sa, ctx),
+            _ffn_residual_stage(layer.ffn, sa, ctx),
+            _ln_stage(layer.ln2_gamma, layer.ln2_beta, layer.ln_eps, sa, ctx),
+        ]
+    chain.append(_logits_stage(params.W_out, params.b_out, sa, ctx))
+    trajectory: list[Any] = []
+
+    def recorded(f):
+        def g(X):
+            trajectory.append(f(X))
+            return trajectory[-1]
+
+        return g
+
+    stages_ = [(recorded(f), b) for f, b in chain]
+    bound = stages.fp_decoder_step(x0, np.zeros((len(tokens), dm)), stages_)
+    return trajectory[-1], np.asarray(bound, np.float64)
+
+
+def zero_key_decoder(ref: Decoder, dtype: str = "float32", eps: float = 2.0**-20) -> Decoder:
+    """``ref`` with zero keys, one LayerNorm ``eps`` and the pass's parameters in ``dtype``.
+
+    ``W_k = 0``, ``b_k = 0`` in every layer, every LayerNorm's ``eps`` set to ``eps`` and
+    every other parameter of the pass rounded to ``dtype``: an implementation in ``dtype``
+    holds them exactly (the learner's, which the pass's result does not depend on with zero
+    keys, are left as drawn).
+    """
+
+    def rnd(a: Any) -> np.ndarray:
+        t = torch.as_tensor(np.asarray(a, np.float64)).to(TORCH_DTYPES[dtype])
+        return t.to(torch.float64).numpy()
+
+    p = ref.params
+    layers = []
+    for layer in p.layers:
+        m = layer.mha
+        mha = dataclasses.replace(
+            m, Wq=rnd(m.Wq), bq=rnd(m.bq), Wk=np.zeros_like(m.Wk), bk=np.zeros_like(m.bk),
+            Wv=rnd(m.Wv), bv=rnd(m.bv), Wo=rnd(m.Wo), bo=rnd(m.bo),
+        )  # fmt: skip
+        ffn = dataclasses.replace(
+            layer.ffn, **{f: rnd(getattr(layer.ffn, f)) for f in SWIGLU_FIELDS}
+        )
+        layers.append(dataclasses.replace(
+            layer, mha=mha, ffn=ffn, ln1_gamma=rnd(layer.ln1_gamma), ln1_beta=rnd(layer.ln1_beta),
+            ln2_gamma=rnd(layer.ln2_gamma), ln2_beta=rnd(layer.ln2_beta), ln_eps=eps,
+        ))  # fmt: skip
+    return Decoder(dataclasses.replace(
+        p, embedding=rnd(p.embedding), ln_gamma=rnd(p.ln_gamma), ln_beta=rnd(p.ln_beta),
+        layers=layers, W_out=rnd(p.W_out), b_out=rnd(p.b_out), ln_eps=eps,
+    ))  # fmt: skip
