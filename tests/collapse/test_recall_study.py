@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from pyverify.cli import main
 from pyverify.collapse.job import read_settings
 from pyverify.collapse.merge import RUNS_DIR
 from pyverify.collapse.recall_regime import tiny_recall_config
+from pyverify.collapse.regime_estimate import format_regime_estimate, regime_estimate
 from pyverify.collapse.regimes import REGIMES
 from pyverify.collapse.runner import run_collapse
 from pyverify.collapse.train import CHECKPOINT
@@ -90,3 +92,14 @@ def test_settings_that_do_not_fit_the_task_are_refused():
         from pyverify.collapse.job import run_job
 
         run_job(small_config(), "exposure-free", __import__("pathlib").Path("/nonexistent"))
+
+
+def test_the_estimate_of_a_recall_regime_times_its_task_not_a_corpus():
+    """--dry-run of a recall regime builds its inputs from the task (a corpus would not fit
+    its vocabulary): every job priced, the prompt-A factor counted."""
+    tiny = replace(REGIMES["recall"], name="tiny-recall", seeds=(0,),
+                    config=tiny_recall_config)  # fmt: skip
+    e = regime_estimate(tiny, torch.device("cpu"))
+    assert set(e.per_job) == {f"seed-0/{r}" for r in tiny.runs}
+    assert all(t > 0 for t in e.per_job.values()) and e.wall_s >= max(e.per_job.values())
+    assert "regime tiny-recall" in format_regime_estimate(e)
