@@ -74,10 +74,14 @@ def g_premise(s: Subject) -> tuple[str, bool, Numbers]:
 
 
 def gate(result: dict[str, Any], name: str = AUTHOR) -> tuple[bool, str]:
-    """Whether run ``name`` beats the best n-gram order, with the sentence and its figures."""
+    """Whether run ``name`` passes the study's gate, with the sentence and its figures.
+
+    The figures carry no unit: losses (nats a token of the corpus) or answer accuracies
+    (recall), as :func:`~pyverify.claims.subject.gate_against` names them.
+    """
     g = run_gate(result, name)
     figs = ", ".join(f"{k} {x:.3f}" for k, x in g.figures.items())
-    return g.passed, g.why + (f" ({figs} nats/byte)" if figs else "")
+    return g.passed, g.why + (f" ({figs})" if figs else "")
 
 
 def trend_numbers(trs: Sequence[Trend], prefix: str = "") -> Numbers:

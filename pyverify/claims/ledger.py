@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pyverify.claims.rules import rules, study_findings
-from pyverify.claims.subject import best_ngram, gate_against, run_gate, scale_line
+from pyverify.claims.subject import gate_against, run_gate, scale_line
 from pyverify.claims.verdict import CLAIMS, FINDINGS, STATEMENTS, Verdict
 from pyverify.collapse.merge import NotAStudyError, load_sources
 
@@ -100,12 +100,10 @@ def format_row(v: Verdict) -> list[str]:
 
 def format_ledger(result: dict[str, Any], ledger: list[Verdict]) -> str:
     """The ledger as plain text (``pyverify claims``)."""
-    order, best = best_ngram(result)
     passed = [n for n in result["runs"] if run_gate(result, n).passed]
     lines = [
         f"claims ledger ({scale_line(result)})",
-        f"gate: beat the best n-gram (order {order}, {best:.3f} nats/byte, causal loss); "
-        f"runs that do: {', '.join(passed) or 'none'}",
+        f"gate: {gate_against(result)}; runs that pass: {', '.join(passed) or 'none'}",
         "",
     ]
     for v in ledger:

@@ -267,7 +267,9 @@ class TrendCall:
     numbers: Numbers = field(default_factory=dict)
 
 
-GATE_PREMISE = "every run used beats the best n-gram order (causal validation loss)"
+GATE_PREMISE = (
+    "every run used passes the regime's gate (its 'gate:' line: the n-gram or the recall bar)"
+)
 
 Decision = str | tuple[str, str]
 
