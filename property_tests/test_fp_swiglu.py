@@ -42,7 +42,8 @@ import torch.nn.functional as F  # noqa: N812 (torch convention)
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pyverify.kernels.model import _linear, _output_major
+from pyverify.kernels.linear import linear as _linear
+from pyverify.kernels.linear import output_major_block
 from pyverify.reference import mp_stages as mps
 from pyverify.reference import numpy_head as nh
 from pyverify.reference.params import SwiGLUBlock
@@ -74,9 +75,12 @@ def _case(data, impl) -> tuple[np.ndarray, SwiGLUBlock]:
 
 
 def _kernel(impl, x, blk, silu=F.silu):
-    """The kernels' feed-forward block as ``PLGADecoder._finish`` runs it."""
-    W1, W2, W3 = (_output_major(impl.t(w)) for w in (blk.W1, blk.W2, blk.W3))
-    b1, b2, b3 = (impl.t(b) for b in (blk.b1, blk.b2, blk.b3))
+    """The kernels' feed-forward block as ``PLGADecoder._finish`` runs it, on the weights
+    laid out as ``pyverify.kernels.model.decoder`` stores them (W1, W2 side by side)."""
+    W1, W2 = output_major_block([blk.W1, blk.W2], impl.device, impl.tdtype)
+    b1, b2 = output_major_block([blk.b1, blk.b2], impl.device, impl.tdtype)
+    (W3,) = output_major_block([blk.W3], impl.device, impl.tdtype)
+    b3 = impl.t(blk.b3)
     xt = impl.t(x)
     p = silu(_linear(xt, W1, b1)) * _linear(xt, W2, b2)
     out = _linear(p, W3, b3)
