@@ -101,6 +101,7 @@ def report_data(
     model: dict[str, Any],
     bench: dict[str, Any],
     options: dict[str, Any],
+    decoder_step: list[dict[str, Any]] | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows: verdicts and measured figures (no times, hosts or paths).
 
@@ -113,6 +114,9 @@ def report_data(
         As :class:`Phases` return them.
     options : dict
         The run's options (``lean``, ``tests``, ``bench``, ``quick``).
+    decoder_step : list of dict, optional
+        The decoder step's tightness rows (:mod:`pyverify.testing.decoder_tightness`),
+        kept as ``crosscheck["decoder_step"]``; a phase error (a dict) fails the report.
 
     Returns
     -------
@@ -120,6 +124,10 @@ def report_data(
         Rounded (floats to 6 significant digits, cross-check errors to 3), JSON-ready.
     """
     cc = _crosscheck_data(crosscheck)
+    dec_ok = not isinstance(decoder_step, dict)
+    cc["decoder_step"] = list(decoder_step) if dec_ok and decoder_step else []
+    if not dec_ok:
+        cc["decoder_step_error"] = decoder_step.get("error")  # type: ignore[union-attr]
     diag = {n: _diag_data(n, d) for n, d in diagnostics.items()}
     rows = theorem_rows(lean, tests, cc["rows"])
     bench_status = bench.get("status", "skipped")
@@ -132,6 +140,15 @@ def report_data(
         ),
         "model_diagnostics": model.get("status", "error") if model else "skipped",
         "bench": {"passed": "ran", "refused": "ran"}.get(bench_status, bench_status),
+        "decoder_step": (
+            "error"
+            if not dec_ok
+            else "skipped"
+            if not cc["decoder_step"]
+            else "failed"
+            if any(r.get("violations", 0) for r in cc["decoder_step"])
+            else "passed"
+        ),
     }
     ok = (
         status["lean"] in ("passed", "skipped")
@@ -141,6 +158,7 @@ def report_data(
         and status["model_diagnostics"] in ("passed", "skipped")
         and status["bench"] != "error"
         and all(r["ok"] for r in rows)
+        and status["decoder_step"] in ("passed", "skipped")
     )
     model_data = {k: v for k, v in (model or {}).items() if k != "status"}
     data = {
@@ -219,6 +237,7 @@ def environment_data(
     diagnostics: dict[str, dict[str, Any]],
     bench: dict[str, Any],
     options: dict[str, Any],
+    decoder_step: list[dict[str, Any]] | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Host, time, versions and durations: everything kept out of ``verification.json``."""
     import torch

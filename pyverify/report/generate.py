@@ -59,6 +59,9 @@ class Phases:
         ``(repo, progress) -> dict`` (:func:`pyverify.report.phases.tests_phase`).
     crosscheck : callable
         ``(quick, progress) -> CrosscheckResult``.
+    decoder_step : callable
+        ``(progress) -> [row]``: the decoder step's tightness (:func:`~pyverify.report.
+        phases.decoder_step_phase`).
     diagnostics : callable
         ``(progress) -> {name: dict}`` for the released G-caches.
     model : callable
@@ -70,6 +73,7 @@ class Phases:
     lean: Callable[[Path, Progress], dict[str, Any]] = _ph.lean_phase
     tests: Callable[[Path, Progress], dict[str, Any]] = _ph.tests_phase
     crosscheck: Callable[[bool, Progress], Any] = _ph.crosscheck_phase
+    decoder_step: Callable[[Progress], list[dict[str, Any]]] = _ph.decoder_step_phase
     diagnostics: Callable[[Progress], dict[str, dict[str, Any]]] = _ph.diagnostics_phase
     model: Callable[[Progress], dict[str, Any]] = _ph.model_phase
     bench: Callable[[Progress], dict[str, Any]] = _ph.bench_phase
@@ -218,6 +222,7 @@ def generate_report(
     say(f"report: [3/5] cross-check ({'quick' if quick else 'full'} sweep)")
     cc = timed("crosscheck", lambda: ph.crosscheck(quick, say))
     say(f"report: cross-check {'passed' if getattr(cc, 'ok', False) else 'FAILED'}")
+    dec = timed("decoder_step", lambda: ph.decoder_step(say))
 
     say("report: [4/5] diagnostics of the released G_LM files and of a live model")
     diag = timed("diagnostics", lambda: ph.diagnostics(say))
@@ -231,7 +236,7 @@ def generate_report(
 
     phases = {"lean": lean_res, "tests": tests_res, "crosscheck": cc, "diagnostics": diag}
     phases |= {"bench": bench_res, "options": options}
-    data = report_data(model=model, **phases)
+    data = report_data(model=model, decoder_step=dec, **phases)
     verification, measurements = split_report(data)
     _write(out / "verification.json", dumps(verification))
     _write(out / MEASUREMENTS_FILE, dumps(measurements))

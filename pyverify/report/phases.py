@@ -180,6 +180,14 @@ def diagnostics_phase(progress: Progress) -> dict[str, dict[str, Any]]:
     return out
 
 
+def decoder_step_phase(progress: Progress) -> list[dict[str, Any]]:
+    """The decoder step's proved / measured (:mod:`pyverify.testing.decoder_tightness`)."""
+    from pyverify.testing.decoder_tightness import CASES, decoder_step_tightness
+
+    progress(f"decoder step: the composed bound against mpmath on {CASES} seeded decoders")
+    return decoder_step_tightness()
+
+
 def model_phase(progress: Progress) -> dict[str, Any]:
     """Order parameter and ``eps_G`` of a small live reference model (seed 0)."""
     from pyverify.diagnose import run_model_diagnose

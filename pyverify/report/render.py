@@ -187,7 +187,7 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
     header = ["dtype", "path", "stage", "cases", "max rel. error", "median", "its tolerance"]
     more = ["worst error/tol.", "proved bound", "worst measured/proved", "result"]
     lines += _table([*header, *more], rows)
-    lines += ["", *tightness_lines(cc["summary"], _table)]
+    lines += ["", *tightness_lines([*cc["summary"], *cc.get("decoder_step", [])], _table)]
     lines += ["<details><summary>every comparison</summary>", ""]
     full = []
     for r in cc["rows"]:

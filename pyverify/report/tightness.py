@@ -32,6 +32,12 @@ REASONS: dict[str, str] = {
         "errors add as sqrt(dk) in practice)"
     ),
     "A_LM": "the linear stage's any-order gamma_(dk+1) over abs(W) abs(A) (not pinned)",
+    "decoder step": (
+        "the worst-case composition of fp_decoder_step: every LayerNorm multiplies its input "
+        "bound by 1/sigma of its row, each stage adds an any-order gamma_n term, and the "
+        "stages' errors do not align in practice; measured on one-layer decoders with zero "
+        "keys (property_tests/test_fp_decoder_step.py), the score path bounded apart"
+    ),
 }
 
 

@@ -169,11 +169,18 @@ class Fake:
             ],
         }
 
+    def decoder_step(self, progress) -> list[dict[str, Any]]:
+        progress("fake decoder step")
+        return [{"dtype": "float32", "path": "kernels decoder", "stage": "decoder step",
+                 "cases": 2, "proved_cases": 2, "violations": 0, "tightness_cases": 2,
+                 "tightness_worst": 300.0 + self.calls, "tightness_median": 200.0}]  # fmt: skip
+
     def phases(self) -> Phases:
         return Phases(
             lean=self.lean,
             tests=self.tests,
             crosscheck=self.crosscheck,
+            decoder_step=self.decoder_step,
             diagnostics=self.diagnostics,
             model=self.model,
             bench=self.bench,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pyverify.crosscheck import CrosscheckResult, CrosscheckRow, summarize
+from pyverify.report.data import report_data
 from pyverify.report.markdown import table
 from pyverify.report.tightness import GOAL, REASONS, tightness_lines
+from pyverify.testing.decoder_tightness import decoder_step_tightness
 
 
 def _row(dtype: str, stage: str, case: str, ratio: float | None) -> CrosscheckRow:
@@ -37,3 +39,33 @@ def test_worst_and_median_over_cases_and_the_goal():
     g_line = next(ln for ln in text.splitlines() if "| G |" in ln)
     assert "1 of 2" in g_line and f"within {GOAL:g}" in g_line
     assert not any("| A |" in ln for ln in text.splitlines())
+
+
+def test_the_decoder_step_is_measured_within_its_proved_bound_and_shown():
+    """Seeded decoders (the same on every machine): every case is resolved by the theorem,
+    none exceeds the bound, and the bound is not below the error (proved / measured >= 1);
+    the row reaches the table with its reason when above the goal."""
+    (row,) = decoder_step_tightness(cases=3)
+    assert row["stage"] == "decoder step" and row["dtype"] == "float32"
+    assert row["proved_cases"] == 3 and row["violations"] == 0
+    assert row["tightness_cases"] == 3 and row["tightness_worst"] >= row["tightness_median"] >= 1
+    lines = "\n".join(tightness_lines([row], table))
+    assert "| float32 | kernels decoder | decoder step | 3 of 3 |" in lines
+    if row["tightness_worst"] > GOAL:
+        assert REASONS["decoder step"] in lines
+
+
+def test_a_decoder_step_violation_fails_the_report():
+    row = {"dtype": "float32", "path": "kernels decoder", "stage": "decoder step", "cases": 1,
+           "proved_cases": 1, "violations": 0, "tightness_cases": 1, "tightness_worst": 5.0,
+           "tightness_median": 5.0}  # fmt: skip
+    phases = {"lean": {"status": "skipped"}, "tests": {"status": "skipped"},
+              "crosscheck": CrosscheckResult(rows=[]), "diagnostics": {},
+              "model": {}, "bench": {"status": "skipped"}, "options": {}}  # fmt: skip
+
+    def status(dec):
+        return report_data(**phases, decoder_step=dec)["status"]["decoder_step"]
+
+    assert status([row]) == "passed" and status(None) == "skipped"
+    assert status([{**row, "violations": 1}]) == "failed"
+    assert status({"status": "error", "error": "x"}) == "error"

@@ -1,0 +1,82 @@
+"""The decoder step's tightness: the composed proved bound over the measured error.
+
+Issue 35 asks for proved / measured of a whole decoder step beside the stages'. This
+measures it on the decoders ``property_tests/test_fp_decoder_step.py`` holds to
+``fp_decoder_step`` (what they cover and what not is said there): fixed, seeded small
+one-layer decoders with zero keys (:func:`~pyverify.testing.stage_bounds.zero_key_decoder`),
+a pass of 1-5 tokens through the kernels in float32 against mpmath, the bound composed by
+:func:`~pyverify.testing.stage_bounds.decoder_bound`. Per case the tightness is the bound
+over the error at the logit where the bound comes closest (``1 / mp_excess``), as the
+cross-check's per stage. Seeded, so the cases are the same on every machine; the figures
+are measured ones (``measurements.json``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import numpy as np
+
+from pyverify.errors import PowerLawOverflowError
+from pyverify.reference import Decoder, DecoderParams
+from pyverify.testing.fp import mp_excess, pinned_sdpa
+from pyverify.testing.impls import kernels
+from pyverify.testing.stage_bounds import OutsideModel, decoder_bound, stage_arith, zero_key_decoder
+
+__all__ = ["CASES", "decoder_step_tightness"]
+
+#: Decoders measured (d_model 4 and 16, one and two heads, 1-5 tokens, seeds 0..CASES-1).
+CASES = 12
+
+
+def _case(i: int) -> tuple[Decoder, np.ndarray]:
+    heads = 1 + (i // 2) % 2
+    d_model = (4, 16)[i % 2]
+    params = DecoderParams.random(vocab=16, d_model=d_model, num_heads=heads, num_layers=1,
+                                  dff=12, a_dff=6, num_reslayer=0, num_dense=1, seed=i,
+                                  shared_learner=True)  # fmt: skip
+    toks = np.random.default_rng(i).integers(0, 16, size=1 + i % 5)
+    return zero_key_decoder(Decoder(params)), toks
+
+
+def decoder_step_tightness(cases: int = CASES) -> list[dict[str, Any]]:
+    """One summary row per float32 kernel subject: ``stage`` "decoder step" (module docstring).
+
+    The row has the cross-check summary's tightness keys (``tightness_worst``: the loosest
+    case's proved / measured, ``tightness_median``, ``tightness_cases``: cases with a
+    non-zero error), ``cases`` and ``proved_cases`` (cases the theorem resolves), and
+    ``violations``: cases whose error exceeds the bound (0 unless a kernel is wrong).
+    """
+    rows = []
+    for impl in kernels("float32"):
+        if impl.device != "cpu":
+            continue  # the bound's premises are the CPU kernels' (stage_bounds)
+        sa = stage_arith(impl)
+        ratios: list[float] = []
+        proved = violations = 0
+        for i in range(cases):
+            ref, toks = _case(i)
+            try:
+                exact, bound = decoder_bound(ref.params, toks, sa)
+            except OutsideModel:
+                continue
+            dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
+            try:
+                with pinned_sdpa(impl, sa.path, dk, dk):
+                    got = impl.decoder(ref).forward(toks)
+            except PowerLawOverflowError:
+                continue
+            proved += 1
+            excess = mp_excess(got, exact, bound)
+            violations += excess > 1.0
+            if excess > 0:
+                ratios.append(1.0 / excess)
+        rows.append({
+            "dtype": impl.dtype, "path": f"{impl.name} decoder", "stage": "decoder step",
+            "cases": cases, "proved_cases": proved, "violations": violations,
+            "tightness_cases": len(ratios),
+            "tightness_worst": max(ratios) if ratios else None,
+            "tightness_median": statistics.median(ratios) if ratios else None,
+        })  # fmt: skip
+    return rows
