@@ -76,7 +76,7 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
 
     Or only its estimate (``--dry-run``), or the recipe check (``--check-recipe``).
     """
-    from pyverify.collapse.config import RUNS
+    from pyverify.collapse.config import RUNS, STUDY_RUNS
     from pyverify.collapse.merge import RUNS_DIR
     from pyverify.paths import repo_root
 
@@ -111,7 +111,7 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
         from pyverify.collapse.corpus import load_corpus
         from pyverify.collapse.estimate import estimate, format_estimate
 
-        runs = (args.run,) if args.run else tuple(RUNS)
+        runs = (args.run,) if args.run else STUDY_RUNS
         est = estimate(cfg, device, preset=name, runs=runs)
         print(format_estimate(est, corpus_tokens=len(load_corpus(cfg.corpus).train)), flush=True)
     if args.dry_run:

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from pyverify.collapse.config import PRESET_NOTES, RUNS, RunConfig
+from pyverify.collapse.config import PRESET_NOTES, RUNS, STUDY_RUNS, RunConfig
 from pyverify.trainable.decoder import ModelConfig, PLDRDecoder
 
 __all__ = [
@@ -186,7 +186,7 @@ class Estimate:
 
 
 def estimate(
-    cfg: RunConfig, device: torch.device, *, preset: str, runs: tuple[str, ...] = tuple(RUNS)
+    cfg: RunConfig, device: torch.device, *, preset: str, runs: tuple[str, ...] = STUDY_RUNS
 ) -> Estimate:
     """Count and time ``cfg``'s run on ``device`` (reduced on a CPU when too large)."""
     flops = step_flops(cfg)

@@ -26,7 +26,7 @@ from pyverify.crosscheck.results import CrosscheckRow
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.paths import repo_root
-from pyverify.theorems import CHECK_IDS, SUITE_IDS
+from pyverify.theorems import CHECK_IDS, SHIPPED_ONLY_IDS, SUITE_IDS
 
 __all__ = ["CheckRun", "parse_ids", "run_check"]
 
@@ -66,6 +66,10 @@ def parse_ids(text: Sequence[str] | None) -> tuple[str, ...]:
         if x in SUITE_IDS:
             raise InputValueError(f"--ids: {x!r} is about pyverify's own measurements, not an "
                                   "implementation (pyverify trace lists its tests)")  # fmt: skip
+        if x in SHIPPED_ONLY_IDS:
+            raise InputValueError(f"--ids: {x!r} bounds the shipped implementations' own stages "
+                                  "and arithmetic, which a checked implementation does not "
+                                  "expose (pyverify trace lists its tests)")  # fmt: skip
         if x not in CHECK_IDS:
             raise InputValueError(f"--ids: unknown theorem ID {x!r} (see pyverify trace)")
     return tuple(i for i in CHECK_IDS if i in asked)

@@ -19,6 +19,7 @@ from pyverify.collapse.config import (
     GPU_DAY_TFLOPS,
     PRESETS,
     RUNS,
+    STUDY_RUNS,
     full_config,
     preset_config,
     small_config,
@@ -95,7 +96,7 @@ def test_gpu_day_preset_holds_its_stated_sizing():
     """Its seven runs (11 x steps with the study's factors) at the assumed rate fill 24 h
     within 10 % (a changed shape or step count without a new sizing fails here)."""
     cfg = preset_config("gpu-day")
-    units = sum(cfg.run_steps(r) for r in RUNS.values()) / cfg.steps
+    units = sum(cfg.run_steps(RUNS[n]) for n in STUDY_RUNS) / cfg.steps
     assert units == 11 and cfg.steps == GPU_DAY_STEPS
     hours = units * cfg.steps * step_flops(cfg) / (GPU_DAY_TFLOPS * 1e12) / 3600
     assert 0.9 * 24 <= hours <= 1.1 * 24

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from pyverify.cli import main
-from pyverify.collapse.config import RUNS, small_config
+from pyverify.collapse.config import RUNS, STUDY_RUNS, small_config
 from pyverify.collapse.corpus import load_corpus
 from pyverify.collapse.job import RUN_FILE, run_job
 from pyverify.collapse.runner import (
@@ -59,7 +59,7 @@ def one_thread():
 def test_small_study_writes_json_and_figures(full_small):
     res = json.loads((full_small / RESULT_FILE).read_text())
     cfg = small_config()
-    assert res["study"] == "ablation" and sorted(res["runs"]) == sorted(RUNS)
+    assert res["study"] == "ablation" and sorted(res["runs"]) == sorted(STUDY_RUNS)
     base = res["baseline"]["val_loss_by_order"]
     assert len(base) == cfg.ngram_max and all(a >= b for a, b in itertools.pairwise(base))
     L, H = cfg.model.num_layers, cfg.model.num_heads
@@ -120,7 +120,7 @@ def test_small_study_writes_json_and_figures(full_small):
 
 def test_the_study_folder(full_small):
     assert json.loads((full_small / "settings.json").read_text()) == small_config().to_dict()
-    for name in RUNS:
+    for name in STUDY_RUNS:
         d = full_small / RUNS_DIR / name
         for f in (RUN_FILE, "timing.json", "settings.json", "inputs.json", CHECKPOINT, INIT):
             assert (d / f).is_file(), (name, f)
@@ -144,7 +144,7 @@ def test_interrupted_and_resumed_study_gives_the_same_numbers(
     for name in ("author", "frozen"):  # interrupted between measurements
         assert run_job(cfg, name, out / RUNS_DIR / name, stop_after=6) is None
         assert load_checkpoint(out / RUNS_DIR / name / CHECKPOINT)["trainer"]["step"] == 6
-    for name in set(RUNS) - {"author", "frozen"}:  # finished
+    for name in set(STUDY_RUNS) - {"author", "frozen"}:  # finished
         shutil.copytree(full_small / RUNS_DIR / name, out / RUNS_DIR / name)
     assert not (out / RESULT_FILE).exists()  # nothing merged on interruption
     # work in a run folder is neither overwritten nor silently resumed
@@ -154,7 +154,7 @@ def test_interrupted_and_resumed_study_gives_the_same_numbers(
     assert main([*argv, "--resume"]) == 0
     assert (out / RESULT_FILE).read_bytes() == (full_small / RESULT_FILE).read_bytes()
     timings = json.loads((out / TIMINGS_FILE).read_text())
-    assert timings["jobs"] == 1 and set(timings["runs"]) == set(RUNS)
+    assert timings["jobs"] == 1 and set(timings["runs"]) == set(STUDY_RUNS)
 
 
 def test_a_failed_job_is_reported_and_nothing_is_merged(tmp_path, child_bytecode):

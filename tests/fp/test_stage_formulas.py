@@ -23,7 +23,15 @@ from pyverify.fp import ieee, stages
 from pyverify.fp.ieee import BFLOAT16, BINARY16
 
 DPS = 60
-mpmath.mp.dps = DPS
+
+
+@pytest.fixture(autouse=True)
+def _digits():
+    """Every test here at DPS digits; mpmath's global context is left as found."""
+    with mpmath.workdps(DPS):
+        yield
+
+
 #: The error of an mpmath value at DPS digits, relative (far below any bound here).
 TINY = Fraction(1, 10**50)
 #: A narrow format with subnormals within easy reach (p = 5, emin = -6).
