@@ -35,12 +35,11 @@ from hypothesis import strategies as st
 
 from pyverify.errors import PowerLawOverflowError
 from pyverify.fp.stages import fp_cached_decode
-from pyverify.testing.fp import mp_excess, pinned_sdpa, worst_excess
+from pyverify.testing.decoder_tightness import decoder_pass
+from pyverify.testing.fp import mp_excess, worst_excess
 from pyverify.testing.impls import REFERENCE, impl_ids, kernels
 from pyverify.testing.stage_bounds import (
     OutsideModel,
-    decoder_bound,
-    stage_arith,
     zero_key_decoder,
 )
 from pyverify.testing.strategies import examples, small_decoder, tokens
@@ -52,19 +51,11 @@ IMPLS = [REFERENCE, *kernels("float32")]
 
 def _excesses(impl, ref, toks, n: int) -> tuple[float, float, float]:
     """``(cached vs exact / B_c, uncached vs exact / B_u, cached vs uncached / (B_c + B_u))``."""
-    sa = stage_arith(impl)
     try:
-        exact, bound = decoder_bound(ref.params, toks, sa)
-    except OutsideModel:
-        assume(False)  # a LayerNorm the theorem cannot resolve
-    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
-    try:
-        with pinned_sdpa(impl, sa.path, dk, dk):
-            model = impl.decoder(ref)
-            cached = model.decode(toks[:n], toks[n:])
-            uncached = model.forward(toks)[n:]
-    except PowerLawOverflowError:
-        assume(False)  # the (unused) metric learner overflowed
+        exact, bound, full, cached = decoder_pass(impl, ref, toks, prompt=n)
+    except (OutsideModel, PowerLawOverflowError):
+        assume(False)  # a LayerNorm the theorem cannot resolve, or the unused learner overflowed
+    uncached = full[n:]
     B_c = B_u = bound[n:]  # the same stages on the same exact rows (module docstring)
     rows = exact[n:]
     y_u = [[Fraction(float(t)) for t in row] for row in uncached]

@@ -38,12 +38,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyverify.errors import PowerLawOverflowError
-from pyverify.testing.fp import mp_excess, pinned_sdpa
+from pyverify.testing.decoder_tightness import decoder_pass
+from pyverify.testing.fp import mp_excess
 from pyverify.testing.impls import REFERENCE, impl_ids, kernels
 from pyverify.testing.stage_bounds import (
     OutsideModel,
-    decoder_bound,
-    stage_arith,
     zero_key_decoder,
 )
 from pyverify.testing.strategies import examples, small_decoder, tokens
@@ -55,17 +54,10 @@ IMPLS = [REFERENCE, *kernels("float32")]
 
 def _excess(impl, ref, toks) -> float:
     """``max |logits^ - logits| / bound`` of one pass (> 1: violated)."""
-    sa = stage_arith(impl)
     try:
-        exact, bound = decoder_bound(ref.params, toks, sa)
-    except OutsideModel:
-        assume(False)  # a LayerNorm the theorem cannot resolve
-    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
-    try:
-        with pinned_sdpa(impl, sa.path, dk, dk):  # the backend the attention bound models
-            got = impl.decoder(ref).forward(toks)
-    except PowerLawOverflowError:
-        assume(False)  # the (unused) metric learner overflowed
+        exact, bound, got, _ = decoder_pass(impl, ref, toks)
+    except (OutsideModel, PowerLawOverflowError):
+        assume(False)  # a LayerNorm the theorem cannot resolve, or the unused learner overflowed
     return mp_excess(got, exact, bound)
 
 

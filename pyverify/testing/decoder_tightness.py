@@ -24,7 +24,7 @@ from pyverify.testing.fp import mp_excess, pinned_sdpa
 from pyverify.testing.impls import kernels
 from pyverify.testing.stage_bounds import OutsideModel, decoder_bound, stage_arith, zero_key_decoder
 
-__all__ = ["CASES", "decoder_step_tightness"]
+__all__ = ["CASES", "decoder_pass", "decoder_step_tightness"]
 
 #: Decoders measured (d_model 4 and 16, one and two heads, 1-5 tokens, seeds 0..CASES-1).
 CASES = 12
@@ -40,6 +40,27 @@ def _case(i: int) -> tuple[Decoder, np.ndarray]:
     return zero_key_decoder(Decoder(params)), toks
 
 
+def decoder_pass(
+    impl: Any, ref: Decoder, toks: Any, prompt: int | None = None
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(exact logits, their composed bound, impl's pass, impl's cached decode)``.
+
+    The pass runs ``impl.decoder(ref).forward`` with SDPA pinned to the backend the
+    attention bound models; with ``prompt`` also ``decode(toks[:prompt], toks[prompt:])``
+    (else None). Raises :class:`~pyverify.testing.stage_bounds.OutsideModel` (a LayerNorm
+    the theorem cannot resolve) or :class:`~pyverify.errors.PowerLawOverflowError` (the
+    unused metric learner overflowed): cases the bound does not cover.
+    """
+    sa = stage_arith(impl)
+    exact, bound = decoder_bound(ref.params, toks, sa)
+    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
+    with pinned_sdpa(impl, sa.path, dk, dk):
+        model = impl.decoder(ref)
+        got = model.forward(toks)
+        cached = None if prompt is None else model.decode(toks[:prompt], toks[prompt:])
+    return exact, bound, got, cached
+
+
 def decoder_step_tightness(cases: int = CASES) -> list[dict[str, Any]]:
     """One summary row per float32 kernel subject: ``stage`` "decoder step" (module docstring).
 
@@ -52,20 +73,13 @@ def decoder_step_tightness(cases: int = CASES) -> list[dict[str, Any]]:
     for impl in kernels("float32"):
         if impl.device != "cpu":
             continue  # the bound's premises are the CPU kernels' (stage_bounds)
-        sa = stage_arith(impl)
         ratios: list[float] = []
         proved = violations = 0
         for i in range(cases):
             ref, toks = _case(i)
             try:
-                exact, bound = decoder_bound(ref.params, toks, sa)
-            except OutsideModel:
-                continue
-            dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
-            try:
-                with pinned_sdpa(impl, sa.path, dk, dk):
-                    got = impl.decoder(ref).forward(toks)
-            except PowerLawOverflowError:
+                exact, bound, got, _ = decoder_pass(impl, ref, toks)
+            except (OutsideModel, PowerLawOverflowError):
                 continue
             proved += 1
             excess = mp_excess(got, exact, bound)
