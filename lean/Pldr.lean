@@ -36,6 +36,7 @@ public import Pldr.Float.Ftz
 public import Pldr.Float.LayerNorm
 public import Pldr.Float.Stages
 public import Pldr.Float.Decoder
+public import Pldr.Float.Hull
 
 /-!
 # Pldr: the PLGA theorem library

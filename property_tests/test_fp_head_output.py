@@ -20,15 +20,19 @@ inputs and the unrounded ``G``, compared in mpmath.
 
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+import torch
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pyverify.conformance.subject import not_applicable
-from pyverify.fp.attention import attention_bound
+from pyverify.fp.attention import attention_bound, sdpa_backend
+from pyverify.fp.models import scores_bound
 from pyverify.reference import PLGAParams
 from pyverify.reference import mp as rmp
 from pyverify.testing.fp import MP_DPS, arith, attention_path, mp_excess, pinned_sdpa
@@ -38,13 +42,13 @@ from pyverify.testing.strategies import arrays, examples, subnormal_floats, unde
 pytestmark = pytest.mark.theorem("fp_head_output")
 
 
-def _case(data, impl):
+def _case(data, impl, dk=None, dv=None):
     """Inputs; ``dv`` equal to ``dk`` (torch's fused kernel) or not (its MATH backend),
     values of ordinary size or near the dtype's smallest normal number (outputs and
     products below the normal range: the ``eta`` terms of the statement)."""
-    dk = data.draw(st.sampled_from([2, 4, 8]), label="dk")
+    dk = dk or data.draw(st.sampled_from([2, 4, 8]), label="dk")
     s = data.draw(st.integers(1, 8), label="S")
-    dv = data.draw(st.sampled_from([dk, 1, 3]), label="dv")
+    dv = dv or data.draw(st.sampled_from([dk, 1, 3]), label="dv")
     q, k = (impl.round(data.draw(arrays((s, dk), 2.0), label=n)) for n in ("q", "k"))
     emin = underflow_band(impl.dtype, impl.dtype)[1] - 1  # the dtype's smallest normal
     tiny = data.draw(st.booleans(), label="tiny v")
@@ -96,4 +100,37 @@ def test_collapsed_output_within_proved_bound(impl, data):
     held = impl.hold(G)
     exact, mass = _exact(q, k, v, G)
     bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, path=path, mass=mass)
+    assert mp_excess(got, exact, bound) <= 1.0
+
+
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@examples(15)
+@given(st.data())
+def test_collapsed_output_within_hull_bound_where_scores_are_far_off(impl, data):
+    """``Pldr.fp_head_output_hull`` (``lean/Pldr/Float/Hull.lean``): the fused kernel's
+    bound with no premise on the scores. ``G`` is scaled until some row's score error
+    bound exceeds 1 (the premise ``fp_head_output`` needs fails there, as on the bfloat16
+    trained-metric cases of the cross-check); those rows are held to the values' range
+    plus the kernel's own roundings, the rest to the smaller of the two bounds. The
+    oracle is mpmath on the same held inputs; the scaling is a power of two, exact."""
+    if not impl.offers("collapsed"):
+        not_applicable("the optional method collapsed")
+    ar = arith(impl)
+    path = attention_path(impl, collapsed=True)
+    dk = data.draw(st.sampled_from([2, 4, 8]), label="dk")
+    if ar.impl == "reference" or sdpa_backend(path, dk, dk) != "flash":
+        not_applicable("the hull bound: torch's fused SDPA kernel only")
+    q, k, v, G = _case(data, impl, dk=dk, dv=dk)
+    d0 = scores_bound(ar, q, k, impl.hold(G), None, path).max()
+    G = G * 2.0 ** max(0, math.ceil(math.log2(2.0 / max(d0, 1e-300))))  # some row's > 1
+    # scores put off (not all-zero q or k), Q G inside the format's range (float16)
+    assume(np.abs(q @ G).max() < torch.finfo(getattr(torch, impl.dtype)).max / 4)
+    held = impl.hold(G)
+    delta = scores_bound(ar, q, k, held, np.abs(held - G), path)
+    assume(delta.max() >= 1)
+    with pinned_sdpa(impl, path, dk, dk):
+        got = impl.collapsed(q, k, v, G)
+    exact, mass = _exact(q, k, v, G)
+    bound = attention_bound(ar, q, k, v, held, np.abs(held - G), causal=True, path=path, mass=mass)
+    assert np.all(np.isfinite(bound))
     assert mp_excess(got, exact, bound) <= 1.0

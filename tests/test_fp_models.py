@@ -63,6 +63,28 @@ def test_softmax_exp_factor_and_the_output_bound():
     )
 
 
+def test_hull_bound_formula_and_where_it_takes_over():
+    """``fp_head_output_hull``: the values' range plus the kernel's own roundings; in
+    :func:`attention_bound` it bounds the fused kernel's rows whose scores are too far off
+    for ``fp_head_output`` (every row finite), never the MATH backend's (still refused)."""
+    assert fb.fp_head_output_hull(2.0, 1.5, 1, 0.0, 0.0, 0.0, 1.0) == 2.0  # nothing rounded
+    u = 2.0**-10
+    g = 2 * u / (1 - 2 * u)  # gamma_2: three terms in any order
+    want = 2.0 + (2 * g * 1.5 + 0.0) / (1 - g)  # (a + b) V / (1 - b), a = b = gamma_2
+    assert fb.fp_head_output_hull(2.0, 1.5, 3, u, 0.0, 0.0, 1.0) == pytest.approx(want, rel=1e-12)
+    ar = fm.arithmetic("kernels", "float32")
+    q = np.array([[1.0, 0.0], [3e6, 1e6]])  # row 1's score error bound is far above 1
+    k = np.array([[1.0, 2.0], [-2.0, 1.0]])
+    v = np.array([[0.5, -1.0], [2.0, 1.0]])
+    bound = fa.attention_bound(ar, q, k, v, None, path="sdpa_plain", backend="flash")
+    assert np.all(np.isfinite(bound))
+    hull = bound[1] / fb.EVAL_SLACK
+    assert np.all(hull >= np.ptp(v, axis=0))  # at least the values' range
+    assert np.all(bound[0] < 1e-5)  # row 0 keeps the premise-bound: far below its range
+    with pytest.raises(ValueError, match="reaches 1"):
+        fa.attention_bound(ar, q, k, v[:, :1], None, path="sdpa_plain", backend="math")
+
+
 @pytest.mark.parametrize(
     ("fn", "match"),
     [

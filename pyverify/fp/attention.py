@@ -22,6 +22,14 @@ Which backend runs is a premise: the tests and the cross-check pin it
 error instead of being measured against the wrong bound. CUDA SDPA (online softmax over
 key blocks, ``exp2`` with the scale folded in) is not modelled: refused by name.
 
+Where the scores' error is too large for ``fp_head_output``'s premises (``delta < 1``,
+``beta < 1``: bfloat16 queries against large trained metrics), the fused kernel's row is
+held to ``[fp_head_output]`` ``fp_head_output_hull`` (``lean/Pldr/Float/Hull.lean``): the
+kernel's quotient and the exact output are both convex combinations of the values, so at
+most the values' range apart, plus the kernel's roundings; every row takes the smaller of
+the two proved bounds. The MATH backend and the reference have no such bound (they
+normalise first): there a failed premise still means no bound.
+
 ``mass`` (``mu = sum_j p_j |v_j|`` of the statement) is bounded from the actual weights:
 ``p(x)_j <= exp(2 eta) p(x64)_j`` (``[score_perturbation]``
 ``score_perturbation_softmax``, ``eta`` the float64 scores' own error) with the float64
@@ -40,7 +48,9 @@ from pyverify.fp.exps import exp_accuracy
 from pyverify.fp.formulas import (
     EVAL_SLACK,
     fp_head_output,
+    fp_head_output_hull,
     fp_head_output_normalized,
+    fp_softmax_beta,
     fp_softmax_coefficients,
     fp_softmax_exp_excess,
     prod1m,
@@ -120,22 +130,60 @@ def _rows(shape: tuple[int, int], causal: bool) -> np.ndarray:
     return np.arange(s_k)[None, :] <= (np.arange(s_q)[:, None] + (s_k - s_q))
 
 
-def _row_params(ar: Arithmetic, key: str, x, delta, dx, allowed):
+def _row_params(ar: Arithmetic, key: str, x, delta, dx, allowed, *, partial: bool = False):
     """Per row: keys ``n``, ``sigma >= 1/S``, ``c_e - 1``, ``eta_e``: ``[fp_softmax]``.
 
     ``fp_softmax_exp`` with the row's largest score error ``delta`` and the spread of its
-    shifted scores (both sides' errors included: ``2 max(delta + dx)``).
+    shifted scores (both sides' errors included: ``2 max(delta + dx)``). The statements
+    need ``delta < 1``, ``delta + u spread < 1`` and ``beta < 1``: a row where one fails
+    raises, or with ``partial`` comes back with neutral parameters and ``False`` in the
+    returned mask of rows whose premises hold.
     """
     big = np.where(allowed, x, -np.inf).max(axis=-1)
     small = np.where(allowed, x, np.inf).min(axis=-1)
     dmax = np.where(allowed, delta, 0.0).max(axis=-1)
     spread = big - small + 2 * np.where(allowed, delta + dx, 0.0).max(axis=-1)
-    if np.any(dmax >= 1):
-        raise ValueError("a score's error bound reaches 1: no softmax bound")
-    sigma = 1.0 / (1.0 - dmax)  # S >= exp(x_j* - m) >= 1 - delta (m = max computed score)
+    n = allowed.sum(axis=-1)
     u_exp, eta_e = exp_accuracy(key, ar.device)
+    ok = (dmax < 1) & (dmax + ar.u_c * spread < 1)
+    if not partial and not ok.all():
+        raise ValueError("a score's error bound reaches 1: no softmax bound")
+    dmax, spread = np.where(ok, dmax, 0.0), np.where(ok, spread, 0.0)
+    sigma = 1.0 / (1.0 - dmax)  # S >= exp(x_j* - m) >= 1 - delta (m = max computed score)
     ce_m1 = fp_softmax_exp_excess(dmax, spread, ar.u_c, u_exp)
-    return allowed.sum(axis=-1), sigma, ce_m1, eta_e
+    ok &= fp_softmax_beta(ce_m1, n, ar.u_c, eta_e, sigma) < 1
+    if not partial and not ok.all():
+        raise ValueError("the normaliser's relative error beta reaches 1")
+    ce_m1, sigma = np.where(ok, ce_m1, 0.0), np.where(ok, sigma, 1.0)
+    return n, sigma, ce_m1, eta_e, ok
+
+
+def _flash_terms(ar: Arithmetic, n, vsum):
+    """``(e_p, eta_g_sum, w, eta_y)`` of the fused kernel (``[fp_head_output]``)."""
+    u, uio, etaio, eta = ar.u_c, ar.u_io, ar.eta_io, ar.eta_c
+    if ar.impl != "reference" and ar.reduced:
+        # exponentials rounded to the input format for p V; exact float32 products
+        return uio, etaio * vsum + n * eta, prod1m(u, u, uio), etaio + eta
+    return u, n * eta, prod1m(u, u), eta
+
+
+def _hull_bounds(ar: Arithmetic, key: str, v, allowed, vsum) -> np.ndarray:
+    """``[fp_head_output]`` ``fp_head_output_hull`` for every row of the fused kernel.
+
+    No premise on the scores: the values' range in the row, plus the kernel's rounding of
+    its own convex combination. Premises: every computed exponential ``>= 0`` (the
+    certified sweep reads each one out of SDPA as a non-negative float32,
+    :mod:`pyverify.fp.expcert`; the declared ``fexp_u20`` likewise assumed), and the
+    row maximum's ``e^(0) >= c = 1 - u_exp - eta_e`` (``fl(m - m) = 0`` exactly).
+    """
+    u_exp, eta_e = exp_accuracy(key, ar.device)
+    n = allowed.sum(axis=-1)[:, None]
+    hi = np.stack([np.where(allowed, c, -np.inf).max(axis=-1) for c in v.T], axis=-1)
+    lo = np.stack([np.where(allowed, c, np.inf).min(axis=-1) for c in v.T], axis=-1)
+    vmax = np.maximum(np.abs(hi), np.abs(lo))
+    e_p, eta_g, w, eta_y = _flash_terms(ar, n, vsum)
+    return fp_head_output_hull(hi - lo, vmax, n, ar.u_c, e_p, w, 1.0 - u_exp - eta_e,
+                               eta_g, eta_y)  # fmt: skip
 
 
 def _output_bounds(ar: Arithmetic, backend: str, eta_e, mass, n, ce_m1, sigma, vsum) -> np.ndarray:
@@ -147,11 +195,7 @@ def _output_bounds(ar: Arithmetic, backend: str, eta_e, mass, n, ce_m1, sigma, v
     u, uio, etaio, eta = ar.u_c, ar.u_io, ar.eta_io, ar.eta_c
     low = ar.impl != "reference" and ar.reduced
     if backend == "flash":  # fused: N^ * fl(1 / D^)
-        if low:  # exponentials rounded to the input format for p V; exact float32 products
-            e_p, eta_g = uio, etaio * vsum + n * eta
-            w, eta_y = prod1m(u, u, uio), etaio + eta
-        else:
-            e_p, eta_g, w, eta_y = u, n * eta, prod1m(u, u), eta
+        e_p, eta_g, w, eta_y = _flash_terms(ar, n, vsum)
         return fp_head_output(mass, ce_m1, n, u, e_p, w, sigma, vsum, eta_e, eta_g, eta_y)
     # normalise first: the reference (one quotient) or MATH (a reciprocal and a product)
     u_d = u if backend == "reference" else prod1m(u, u)
@@ -217,13 +261,21 @@ def attention_bound(
     x = (q @ Gm) @ k.T / math.sqrt(dk)
     dx = scores_bound(REFERENCE_ARITHMETIC, q, k, Gm, dG, "reference")
     allowed = _rows((q.shape[0], k.shape[0]), causal)
-    n_row, sigma, ce, eta_e = _row_params(ar, exp_key(ar, backend), x, delta, dx, allowed)
+    key = exp_key(ar, backend)
+    # the fused kernel has a bound without premises on the scores: rows whose premises
+    # fail take it, and every row the smaller of the two (both proved)
+    hull = backend == "flash" and ar.impl != "reference"
+    n_row, sigma, ce, eta_e, ok = _row_params(ar, key, x, delta, dx, allowed, partial=hull)
     va = np.abs(v)
     if mass is None:
         mass = _mass(x, dx, allowed, va)
     vsum = allowed.astype(np.float64) @ va
     col = (n_row[:, None], ce[:, None], sigma[:, None])
-    return EVAL_SLACK * _output_bounds(ar, backend, eta_e, np.asarray(mass, np.float64), *col, vsum)
+    bound = _output_bounds(ar, backend, eta_e, np.asarray(mass, np.float64), *col, vsum)
+    if hull:
+        bound = np.minimum(np.where(ok[:, None], bound, np.inf),
+                           _hull_bounds(ar, key, v, allowed, vsum))  # fmt: skip
+    return EVAL_SLACK * bound
 
 
 def softmax_bound(ar: Arithmetic, E, dE=None, *, causal: bool = False, p=None) -> np.ndarray:
@@ -245,7 +297,7 @@ def softmax_bound(ar: Arithmetic, E, dE=None, *, causal: bool = False, p=None) -
     backend = "reference" if ar.impl == "reference" else "flash"
     if backend == "flash" and s_k > KV_BLOCK:
         raise ValueError(f"more than {KV_BLOCK} keys: torch rescales blocks (not covered)")
-    n_row, sigma, ce, eta_e = _row_params(ar, exp_key(ar, backend), E, delta, 0.0 * E, allowed)
+    n_row, sigma, ce, eta_e, _ = _row_params(ar, exp_key(ar, backend), E, delta, 0.0 * E, allowed)
     pw = np.ones_like(E) if p is None else np.asarray(p, np.float64)
     col = (n_row[:, None], ce[:, None], sigma[:, None])
     if ar.impl == "reference":

@@ -29,11 +29,13 @@ __all__ = [
     "fp_flush_to_zero",
     "fp_flush_to_zero_dot_product",
     "fp_head_output",
+    "fp_head_output_hull",
     "fp_head_output_normalized",
     "fp_head_scores",
     "fp_matmul",
     "fp_mixed_precision",
     "fp_softmax",
+    "fp_softmax_beta",
     "fp_softmax_coefficients",
     "fp_softmax_exp_excess",
     "fp_softmax_exp_factor",
@@ -212,10 +214,19 @@ def fp_softmax_exp_excess(delta, spread, u: float, u_exp: float):
     return (u_exp + a) / (1 - a)
 
 
-def _beta(ce_m1, n: int, u: float, eta_e: float, sigma):
+def fp_softmax_beta(ce_m1, n, u: float, eta_e: float, sigma):
+    """``[fp_softmax]`` the normaliser's relative error ``beta`` (elementwise, unchecked).
+
+    ``beta = (1 + gamma_{n-1}) c_e - 1 + (1 + gamma_{n-1}) n eta_e sigma``; the statements
+    need ``beta < 1``.
+    """
     g = _g(_pred(n), u)
     b = prod1m(g, ce_m1)  # (1 + gamma_{n-1}) c_e - 1
-    beta = b + (1 + g) * np.asarray(n) * eta_e * np.asarray(sigma)
+    return b + (1 + g) * np.asarray(n) * eta_e * np.asarray(sigma)
+
+
+def _beta(ce_m1, n: int, u: float, eta_e: float, sigma):
+    beta = fp_softmax_beta(ce_m1, n, u, eta_e, sigma)
     if np.any(beta >= 1):
         raise ValueError("the normaliser's relative error beta reaches 1")
     return beta
@@ -275,6 +286,24 @@ def fp_head_output(
     beta = _beta(ce_m1, n, u, eta_e, sigma)
     h_n = (1 + g) * ((1 + e_p) * eta_e * np.asarray(abs_v_sum) + np.asarray(eta_g_sum))
     return (1 + w) * ((a + beta) * mass + h_n * sigma) / (1 - beta) + w * mass + eta_y
+
+
+def fp_head_output_hull(
+    spread, vmax, n, u: float, e_p: float, w: float, c: float, eta_g_sum=0.0, eta_y: float = 0.0
+):
+    """``[fp_head_output]`` ``Pldr.fp_head_output_hull``: the fused output, no premise on scores.
+
+    ``spread = hi - lo`` of the row's values, ``vmax >= |v_j|``, one computed exponential
+    at least ``c > 0``, every one ``>= 0``; with ``a = (1 + gamma_{n-1})(1 + e_p) - 1``,
+    ``b = gamma_{n-1}``, ``H_N = (1 + gamma_{n-1}) eta_g_sum``:
+    ``(hi - lo) + (1 + w)((a + b) V + H_N / c)/(1 - b) + w V + eta_y``.
+    """
+    g = _g(_pred(n), u)
+    a = prod1m(g, e_p)
+    h_n = (1 + g) * np.asarray(eta_g_sum, dtype=np.float64)
+    vmax = np.asarray(vmax, dtype=np.float64)
+    inner = ((a + g) * vmax + h_n / c) / (1 - g)
+    return np.asarray(spread, dtype=np.float64) + (1 + w) * inner + w * vmax + eta_y
 
 
 def fp_head_output_normalized(

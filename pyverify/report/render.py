@@ -172,7 +172,10 @@ def _crosscheck_section(cc: dict[str, Any]) -> list[str]:
         "it, and where a stage has one it *is* the row's tolerance (rule `proved: IDs`); "
         "the statistical tolerances of `pyverify/tolerance.py` are the fallback of the "
         "rest. `-`: no proved bound (the metric learner: torch's LayerNorm moments are "
-        "outside the model; or a premise that fails, such as a score error bound above 1)."
+        "outside the model; or a premise that fails, such as a score error bound above 1 on "
+        "torch's MATH backend). Rows of the fused kernel whose scores are too far off for "
+        "`fp_head_output` are held to `fp_head_output_hull`: the values' range plus the "
+        "kernel's own roundings, a bound of last resort."
     )
     lines += ["", "![error by dtype](error_by_dtype.png)", ""]
     rows = []
