@@ -361,15 +361,16 @@ def linear_stage_bound(ar: Arithmetic, W, X, b=None, dX=None) -> np.ndarray:
 def metric_tensor_bound(ar: Arithmetic, z, dz, eps: float) -> np.ndarray:
     """Bound of ``A_LM = iSwiGLU(Z) + eps`` computed from an input within ``dz`` of ``z``.
 
-    ``[fp_elementwise]``: ``|d/dz z^2 sigma(z)| <= |z| (2 + |z|)`` (``0 < sigma < 1``), so
-    ``L = M (2 + M)`` with ``M = |z| + dz`` on the segment; the routine (``exp``, ``1 + .``,
+    ``[fp_elementwise]``: ``d/dz z^2 sigma(z) = 2 z sigma + z^2 sigma (1 - sigma)``, so
+    ``|.| <= |z| (2 + |z| / 4)`` (``0 < sigma < 1``, ``sigma (1 - sigma) <= 1/4``) and
+    ``L = M (2 + M / 4)`` with ``M = |z| + dz`` on the segment; the routine (``exp``, ``1 + .``,
     quotient, two products, ``+ eps``) has relative error
     ``1 / ((1 - u_lib)^2 (1 - u)^5) - 1``; the held ``eps`` is off by ``u_hold eps``.
     """
     ar.require_gradual()
     z, dz = np.abs(np.asarray(z, np.float64)), np.asarray(dz, np.float64)
     m = z + dz
-    lip = m * (2 + m)
+    lip = m * (2 + m / 4)
     u, ul = ar.u_c, LIB_ACCURACY[ar.compute]
     r = inv1m(ul, ul, u, u, u, u, u)
     s = 1.0 / (1.0 + np.exp(-np.clip(z, -700, 700)))
