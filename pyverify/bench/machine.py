@@ -23,6 +23,9 @@ from __future__ import annotations
 import os
 import platform
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +86,28 @@ def _versions() -> dict[str, str | None]:
     }
 
 
+@contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 to /dev/null inside (the profiler's start/stop lines are C prints)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _sdpa_kernel(device: torch.device) -> str:
     """The aten kernel a causal float32 SDPA at the rows' head shape reaches here."""
     from torch.profiler import ProfilerActivity, profile
 
     q = torch.zeros(1, 2, 64, 64, device=device)
-    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU]) as prof:
-        torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    with torch.inference_mode(), _stderr_silenced():
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
     names = [e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product")]
     return names[0] if names else "aten::scaled_dot_product_attention (math)"
 

@@ -95,6 +95,10 @@ def _cmd_collapse(args: argparse.Namespace) -> int:
     if args.run and args.run not in RUNS:
         raise InputValueError(f"--run: unknown run {args.run!r} (known: {', '.join(RUNS)})")
     cfg, name = _collapse_config(args)
+    if args.run:
+        from pyverify.collapse.job import check_run
+
+        check_run(args.run, cfg)  # before the estimate: no timing for a run refused
     device = _collapse_device(args)
     say = None if args.no_progress else progress
     if args.check_recipe:

@@ -65,6 +65,7 @@ __all__ = [
     "SETTINGS_FILE",
     "TIMING_FILE",
     "baseline",
+    "check_run",
     "folder_work",
     "is_finished",
     "read_json",
@@ -244,6 +245,15 @@ def _final(
     return final, timing
 
 
+def check_run(name: str, cfg: RunConfig) -> None:
+    """Refuse, in one line, a run unknown or unfit for ``cfg`` (before any work)."""
+    if name not in RUNS:
+        raise InputValueError(f"--run: unknown run {name!r} (known: {', '.join(RUNS)})")
+    if RUNS[name].objective == "prompt-A-answers" and cfg.recall is None:
+        raise InputValueError(f"--run {name}: its loss is on the recall task's answers; "
+                              "these settings have no recall task")  # fmt: skip
+
+
 def run_job(
     cfg: RunConfig,
     name: str,
@@ -289,11 +299,7 @@ def run_job(
         ``None`` on the other ranks.
     """
     env = env or DistEnv()
-    if name not in RUNS:
-        raise InputValueError(f"--run: unknown run {name!r} (known: {', '.join(RUNS)})")
-    if RUNS[name].objective == "prompt-A-answers" and cfg.recall is None:
-        raise InputValueError(f"--run {name}: its loss is on the recall task's answers; "
-                              "these settings have no recall task")  # fmt: skip
+    check_run(name, cfg)
     if threads < 1:
         raise InputValueError(f"--threads must be >= 1; got {threads}")
     if resume and restart:

@@ -284,6 +284,10 @@ def test_bad_options_are_one_line_errors(one_process, tmp_path, capsys, monkeypa
     ):
         assert main(argv) == 2, argv
         assert msg in _err(capsys), argv
+    # a recall-only run on the byte corpus: refused before the estimate times a step
+    assert main(["collapse", "--run", "exposure-free", "--small", "-o", str(tmp_path / "e")]) == 2
+    out, err = capsys.readouterr()
+    assert "these settings have no recall task" in err and "estimate" not in out
     (tmp_path / "bad.json").write_text(json.dumps({"settings": {"steps": 3}}))
     assert main([*JOB[:3], "--settings", str(tmp_path / "bad.json")]) == 2
     assert "setting 'model' missing" in _err(capsys)
