@@ -35,7 +35,7 @@ REASONS: dict[str, str] = {
     "decoder step": (
         "the worst-case composition of fp_decoder_step: each stage's bound assumes its input "
         "error aligned the worst way (a LayerNorm's with the centred row, which moves the "
-        "variance: up to (1 + 2 n) |gamma| / sigma), and every rounding at its largest; "
+        "variance: up to (1 + 2 n) abs(gamma) / sigma), and every rounding at its largest; "
         "traced on two of the cases, the bound grows 5-10x per attention or feed-forward "
         "residual and 7-33x per LayerNorm over 6 stages while the errors, which do not align, "
         "stay near 1e-7; measured on one-layer decoders with zero keys "

@@ -69,3 +69,9 @@ def test_a_decoder_step_violation_fails_the_report():
     assert status([row]) == "passed" and status(None) == "skipped"
     assert status([{**row, "violations": 1}]) == "failed"
     assert status({"status": "error", "error": "x"}) == "error"
+
+
+def test_the_reasons_fit_in_a_table_cell():
+    """A ``|`` in a reason would be escaped in the Markdown cell, so the table would no
+    longer hold the reason as written (``REASONS``' contract)."""
+    assert all("|" not in reason for reason in REASONS.values())
