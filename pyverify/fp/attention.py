@@ -178,8 +178,9 @@ def _hull_bounds(ar: Arithmetic, key: str, v, allowed, vsum) -> np.ndarray:
     """
     u_exp, eta_e = exp_accuracy(key, ar.device)
     n = allowed.sum(axis=-1)[:, None]
-    hi = np.stack([np.where(allowed, c, -np.inf).max(axis=-1) for c in v.T], axis=-1)
-    lo = np.stack([np.where(allowed, c, np.inf).min(axis=-1) for c in v.T], axis=-1)
+    mask = allowed[:, :, None]  # (S_q, S_k, 1) against the values (S_k, dv)
+    hi = np.where(mask, v, -np.inf).max(axis=1)
+    lo = np.where(mask, v, np.inf).min(axis=1)
     vmax = np.maximum(np.abs(hi), np.abs(lo))
     e_p, eta_g, w, eta_y = _flash_terms(ar, n, vsum)
     return fp_head_output_hull(hi - lo, vmax, n, ar.u_c, e_p, w, 1.0 - u_exp - eta_e,

@@ -92,6 +92,15 @@ def _diag_data(name: str, d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _decoder_step_status(ran: bool, rows: list[dict[str, Any]]) -> str:
+    """``error`` (the phase failed), ``skipped`` (no row), ``failed`` (a case over its bound)."""
+    if not ran:
+        return "error"
+    if not rows:
+        return "skipped"
+    return "failed" if any(r.get("violations", 0) for r in rows) else "passed"
+
+
 def report_data(
     *,
     lean: dict[str, Any],
@@ -140,15 +149,7 @@ def report_data(
         ),
         "model_diagnostics": model.get("status", "error") if model else "skipped",
         "bench": {"passed": "ran", "refused": "ran"}.get(bench_status, bench_status),
-        "decoder_step": (
-            "error"
-            if not dec_ok
-            else "skipped"
-            if not cc["decoder_step"]
-            else "failed"
-            if any(r.get("violations", 0) for r in cc["decoder_step"])
-            else "passed"
-        ),
+        "decoder_step": _decoder_step_status(dec_ok, cc["decoder_step"]),
     }
     ok = (
         status["lean"] in ("passed", "skipped")
@@ -237,7 +238,6 @@ def environment_data(
     diagnostics: dict[str, dict[str, Any]],
     bench: dict[str, Any],
     options: dict[str, Any],
-    decoder_step: list[dict[str, Any]] | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Host, time, versions and durations: everything kept out of ``verification.json``."""
     import torch
