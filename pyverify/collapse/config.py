@@ -258,6 +258,10 @@ class RunConfig:
     """The in-context recall task (:mod:`pyverify.collapse.recall`) in place of a corpus;
     None: a corpus. Its sequences fix ``seq``, ``prompt_len`` (the kv section) and the
     vocabulary."""
+    decay_vocab: bool = True
+    """The embedding and the output layer decay with the rest (the author's recipe, which
+    decays every parameter); False: weight decay 0 on them (a regime sized by its pilots:
+    decay shrank two value tokens' output rows to one direction, ``docs/recall-pilots.md``)."""
 
     def run_steps(self, run: RunSpec) -> int:
         """Steps of ``run``.
@@ -344,6 +348,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "corpus": None,
     "recall": None,
     "step_factors": (),
+    "decay_vocab": True,
 }
 """Fields added after the first full study, with the values that study used."""
 

@@ -44,6 +44,19 @@ Why these sizes (the pilots' numbers are in ``docs/recall-pilots.md``):
   every seed; the causal accuracy with A recomputed from each prefix is reported
   beside it, the teacher-forced one gives the exposure gap.
 
+``recall-b128`` (:func:`recall_b128_config`), the second version, fixed after pilots
+p19-p25 and before its first full run: ``recall``'s task, model, runs, seeds and
+recipe, with
+
+* batch 128 (4x): the lever the exposure-free run lacked (seed 2, at chance at batch 32
+  for 24,000 steps at width 64 and 12,000 at width 128, left chance within 1,000 steps);
+* 3,000 steps for ``author`` and ``frozen`` (``author``'s KVG-cache accuracy peaked near
+  3,000 steps at batch 128 and declined after), ``prompt-A`` 4x as before (12,000);
+* no weight decay on the embedding and the output layer (:attr:`RunConfig.decay_vocab`):
+  in the 12,000-step pilot of seed 2 (0.887) decay had shrunk two value tokens' output
+  rows to one direction (cosine 0.98, norms 1.2 against 3.5-5 for the others), and the
+  model answered those values at 0.35 and 0.05, every other value at 1.00.
+
 Measurement sizes: probes at S = 32 (the prompt) and 47 (the whole input), 16
 probes; 4 pair prompts of 32 tokens continued by 15; 20 fidelity prompts of 32
 tokens (the kv section) continued by 15; the validation set of 512 sequences for the
@@ -65,6 +78,7 @@ __all__ = [
     "RECALL_SEEDS",
     "RECALL_STEPS",
     "RECALL_TASK",
+    "recall_b128_config",
     "recall_config",
     "tiny_recall_config",
 ]
@@ -83,6 +97,8 @@ RECALL_STEPS = 6000
 PROMPT_A_FACTOR = 4
 RECALL_SEEDS = (0, 1, 2)
 RECALL_RUNS = ("author", "prompt-A", "frozen")
+B128_BATCH = 128
+B128_STEPS = 3000
 
 
 def _fit(cfg: RunConfig, task: RecallTask) -> RunConfig:
@@ -100,6 +116,12 @@ def recall_config() -> RunConfig:
              "ngram_max": t.ngram_max, "online_n": 16, "online_len": 12, "online_prefix": 4,
              "run_factors": False, "step_factors": (("prompt-A", PROMPT_A_FACTOR),)}  # fmt: skip
     return _fit(replace(full_config(), model=RECALL_MODEL, **sizes), t).validate()
+
+
+def recall_b128_config() -> RunConfig:
+    """The ``recall-b128`` regime's settings (module docstring); its seeds set ``seed``."""
+    return replace(recall_config(), batch=B128_BATCH, steps=B128_STEPS,
+                   decay_vocab=False).validate()  # fmt: skip
 
 
 def tiny_recall_config() -> RunConfig:

@@ -18,7 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyverify.collapse.config import STUDY_RUNS, RunConfig, full_config
-from pyverify.collapse.recall_regime import RECALL_RUNS, RECALL_SEEDS, recall_config
+from pyverify.collapse.recall_regime import (
+    RECALL_RUNS,
+    RECALL_SEEDS,
+    recall_b128_config,
+    recall_config,
+)
 from pyverify.collapse.text_regime import text_config
 from pyverify.errors import InputValueError
 
@@ -89,6 +94,16 @@ REGIMES: dict[str, Regime] = {
         "multi-query associative recall (16 key-value pairs, then 8 queries whose answers "
         "are the matching values): the in-context task attention is for, where an n-gram "
         "is at chance by construction",
+    ),
+    "recall-b128": Regime(
+        "recall-b128",
+        "recall-b128",
+        RECALL_RUNS,
+        RECALL_SEEDS,
+        recall_b128_config,
+        "the recall task again, trained with 4x the batch, 3,000 steps (prompt-A 12,000) "
+        "and no weight decay on the embedding and output layer: the version sized so that "
+        "the exposure-free run is competent",
     ),
     "text": Regime(
         "text",

@@ -97,8 +97,9 @@ def make_optimizer(model: PLDRDecoder, cfg: RunConfig, run: RunSpec) -> torch.op
 
     ``frozen``: the metric learner and ``W, b, P, a, b_a`` get
     ``requires_grad=False`` and are left out. ``no-decay``: ``P`` and ``a`` form
-    a group with weight decay 0; every other parameter decays (the author's
-    recipe decays every parameter).
+    a group with weight decay 0; so do the embedding and the output layer when
+    ``cfg.decay_vocab`` is False; every other parameter decays (the author's recipe
+    decays every parameter).
     """
     frozen: set[int] = set()
     no_decay: set[int] = set()
@@ -108,6 +109,9 @@ def make_optimizer(model: PLDRDecoder, cfg: RunConfig, run: RunSpec) -> torch.op
             frozen.update(id(p) for p in mha.metric_parameters())
         if not run.decay_p_a:
             no_decay.update((id(mha.P), id(mha.a)))
+    if not cfg.decay_vocab:
+        vocab_layers = (model.decoder.embedding, model.final_layer)
+        no_decay.update(id(p) for m in vocab_layers for p in m.parameters())
     decay, plain = [], []
     for p in model.parameters():
         if id(p) in frozen:

@@ -103,3 +103,17 @@ def test_the_estimate_of_a_recall_regime_times_its_task_not_a_corpus():
     assert set(e.per_job) == {f"seed-0/{r}" for r in tiny.runs}
     assert all(t > 0 for t in e.per_job.values()) and e.wall_s >= max(e.per_job.values())
     assert "regime tiny-recall" in format_regime_estimate(e)
+
+
+def test_recall_b128_differs_from_recall_only_where_its_pilots_sized_it():
+    """The second version changes the batch, the steps and the vocabulary's decay, nothing
+    else (its runs and seeds are recall's), and its settings read back as they are."""
+    from pyverify.collapse.job import settings_from_dict
+    from pyverify.collapse.recall_regime import recall_b128_config, recall_config
+
+    a, b = recall_config().to_dict(), recall_b128_config().to_dict()
+    changed = {k: b.get(k) for k in set(a) | set(b) if a.get(k) != b.get(k)}
+    assert changed == {"batch": 128, "steps": 3000, "decay_vocab": False}
+    assert settings_from_dict(b) == recall_b128_config()
+    v1, v2 = REGIMES["recall"], REGIMES["recall-b128"]
+    assert (v2.runs, v2.seeds) == (v1.runs, v1.seeds) and v2.folder != v1.folder

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -215,6 +216,16 @@ def test_runs_differ_only_in_what_they_name(tmp_path):
     opt = make_optimizer(PLDRDecoder(cfg.model, 0), cfg, RUNS["no-decay"])
     assert [g["weight_decay"] for g in opt.param_groups] == [cfg.weight_decay, 0.0]
     assert len(opt.param_groups[1]["params"]) == 2 * cfg.model.num_layers  # P and a
+    # decay_vocab False: the embedding and the output layer (weight, bias) join P and a
+    model = PLDRDecoder(cfg.model, 0)
+    opt = make_optimizer(model, replace(cfg, decay_vocab=False), RUNS["no-decay"])
+    plain = {id(p) for p in opt.param_groups[1]["params"]}
+    vocab = [model.decoder.embedding.weight, model.final_layer.weight, model.final_layer.bias]
+    assert all(id(p) in plain for p in vocab)
+    assert len(plain) == 2 * cfg.model.num_layers + 3
+    assert sum(p.numel() for g in opt.param_groups for p in g["params"]) == sum(
+        p.numel() for p in model.parameters()
+    )
 
 
 def test_objectives_train_what_they_name(tmp_path):
