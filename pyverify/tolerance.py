@@ -42,8 +42,10 @@ These tolerances are statistical, with constants no theorem carries; they are th
 theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp`) is held to that bound instead
 (:meth:`pyverify.crosscheck.compare.Comparer.stage`). What still falls back here: the
 metric learner's output ``A`` (torch's LayerNorm computes its moments by Welford's
-algorithm and applies them as ``x r + (-mu r)``, outside ``fp_layernorm``'s two-pass
-model), an output whose proved bound's premise fails (the bfloat16 collapsed cases with a
+algorithm, outside ``fp_layernorm_mean`` and ``fp_layernorm_variance``'s two-pass
+routine; it applies them as ``fl(fl(x - mu) rstd)``, then ``fma(., gamma, beta)``, the
+form ``fp_layernorm`` models, bit for bit on torch 2.13's CPU kernels at every
+dispatch level), an output whose proved bound's premise fails (the bfloat16 collapsed cases with a
 score error bound of 1 or more, pending a theorem without that premise), and the kernel
 engineer's tests (``tests/kernels``). They are the listed residue of
 :mod:`pyverify.testing.tolerance_scan`.
