@@ -217,8 +217,8 @@ def n1(s: Subject) -> Verdict:
 
     caveat = (
         f"the RMS criterion needs >= {N1_MIN_REPLICAS} independent replicas per run (the "
-        "author used six); the study trains one seed per run, so only the KL criterion is "
-        "measured"
+        "author used six); each seed is judged alone, with one training replica per run, so "
+        "only the KL criterion is measured"
     )
     return outcome(
         "N1", [s], rule=rule, scope=s.scope, caveat=caveat, numbers=nums,

@@ -159,7 +159,8 @@ def exposure_comparison(subjects: dict[str, Subject]) -> Comparison:
     caveat = (
         f"steps per run: {lengths}; each slope is fitted over its own run's window (the "
         "schedules are stretched with the run), so a longer run's slope per 1,000 steps is "
-        "not the same stage of training; one seed per run"
+        "not the same stage of training; each seed's runs are compared alone (a regime of "
+        "several seeds keeps the outcome only where they agree)"
     )
     scope = "the G order parameter of the specimen's runs over training"
     by = " vs ".join(s.by for s in uses) or EXPOSED
