@@ -44,9 +44,10 @@ theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp`) is held to that bound inste
 metric learner's output ``A`` (torch's LayerNorm computes its moments by Welford's
 algorithm, outside ``fp_layernorm_mean`` and ``fp_layernorm_variance``'s two-pass
 routine; it applies them as ``fl(fl(x - mu) rstd)``, then ``fma(., gamma, beta)``, the
-form ``fp_layernorm`` models, bit for bit on torch 2.13's CPU kernels at every
-dispatch level), an output whose proved bound's premise fails (the bfloat16 collapsed cases with a
-score error bound of 1 or more, pending a theorem without that premise), and the kernel
+form ``fp_layernorm`` models: bit for bit on torch 2.13's CPU kernels at the default,
+AVX2 and AVX-512 dispatch of one AMD Zen 4, measured once, not a test), an output whose
+proved bounds' premises all fail (the MATH backend and the reference normalise first, and
+no hull theorem covers that order), and the kernel
 engineer's tests (``tests/kernels``). They are the listed residue of
 :mod:`pyverify.testing.tolerance_scan`.
 """

@@ -72,6 +72,8 @@ from pyverify.collapse.recall import RecallTask
 from pyverify.trainable.decoder import ModelConfig
 
 __all__ = [
+    "B128_BATCH",
+    "B128_STEPS",
     "PROMPT_A_FACTOR",
     "RECALL_MODEL",
     "RECALL_RUNS",

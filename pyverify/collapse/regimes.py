@@ -101,9 +101,8 @@ REGIMES: dict[str, Regime] = {
         RECALL_RUNS,
         RECALL_SEEDS,
         recall_b128_config,
-        "the recall task again, trained with 4x the batch, 3,000 steps (prompt-A 12,000) "
-        "and no weight decay on the embedding and output layer: the version sized so that "
-        "the exposure-free run is competent",
+        "the recall task again, its second version (4x the batch, no weight decay on the "
+        "embedding and output layer): sized so that the exposure-free run is competent",
     ),
     "text": Regime(
         "text",
