@@ -40,12 +40,9 @@ quantity are in :data:`CONTROL_FACTOR`.
 These tolerances are statistical, with constants no theorem carries; they are the
 *fallback* only. A cross-check row whose stage has a proved bound (the floating-point
 theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp`) is held to that bound instead
-(:meth:`pyverify.crosscheck.compare.Comparer.stage`). What still falls back here: the
-metric learner's output ``A`` (torch's LayerNorm computes its moments by Welford's
-algorithm, outside ``fp_layernorm_mean`` and ``fp_layernorm_variance``'s two-pass
-routine; it applies them as ``fl(fl(x - mu) rstd)``, then ``fma(., gamma, beta)``, the
-form ``fp_layernorm`` models: bit for bit on torch 2.13's CPU kernels at the default,
-AVX2 and AVX-512 dispatch of one AMD Zen 4, measured once, not a test), an output whose
+(:meth:`pyverify.crosscheck.compare.Comparer.stage`); the metric learner's sub-stages
+have theirs since its LayerNorms' statistics are certified per call
+(:mod:`pyverify.fp.learner`). What still falls back here: an output whose
 proved bounds' premises all fail (the MATH backend and the reference normalise first, and
 no hull theorem covers that order), and the kernel
 engineer's tests (``tests/kernels``). They are the listed residue of

@@ -10,7 +10,6 @@ from pyverify.tolerance import MPMATH_DPS
 
 __all__ = [
     "MP_REL",
-    "NO_BOUND_A",
     "PROVED_IDS",
     "U64",
     "head_bounds",
@@ -21,18 +20,26 @@ __all__ = [
 
 
 PROVED_IDS = {
+    "D": ("fp_mixed_precision",),
     "A_LM": ("fp_mixed_precision", "fp_elementwise"),
     "A_P": ("fp_elementwise",),
     "G": ("fp_mixed_precision",),
     "scores": ("fp_head_scores", "fp_mixed_precision"),
     "output": ("fp_head_output", "fp_softmax", "fp_head_scores"),
 }
-#: Why the metric learner's output has no proved bound.
-NO_BOUND_A = "no proved bound: the learner's LayerNorm (Welford moments) is outside the model"
 #: ``[fp_summation]`` The mpmath oracle's own relative error: at most ``2^20`` roundings on
 #: a path, each at ``10^-MPMATH_DPS`` (``gamma_k`` of mpmath's precision; << float64's).
 MP_REL = gamma(2**20, 10.0**-MPMATH_DPS)
 U64 = UNIT_ROUNDOFF["float64"]
+
+
+def _learner_ids(stage: str) -> tuple[str, ...]:
+    """The theorems of a learner sub-stage: ``A0``, ``Ak``, ``A``; ``Uk.fj``; ``Uk.Z``."""
+    if stage.endswith(".Z"):
+        return ("fp_swiglu", "fp_mixed_precision", "fp_decoder_step")
+    if ".f" in stage:
+        return ("fp_swiglu", "fp_mixed_precision")
+    return ("fp_layernorm",)
 
 
 def per_slice(fn, *arrays):  # type: ignore[no-untyped-def]
@@ -47,12 +54,13 @@ def stage_bound(stage: str, fn) -> Proved:  # type: ignore[no-untyped-def]
     """The stage's proved bound from ``fn()``, or the premise that failed (no bound)."""
     from pyverify.fp.underflow import BoundRefused
 
+    ids = PROVED_IDS.get(stage) or _learner_ids(stage)
     try:
-        return Proved(fn(), PROVED_IDS[stage])
+        return Proved(fn(), ids)
     except ValueError as exc:  # a theorem's premise does not hold for these inputs
-        return Proved(None, PROVED_IDS[stage], f"no proved bound: {exc}")
+        return Proved(None, ids, f"no proved bound: {exc}")
     except BoundRefused as exc:  # the device's premises: refused by name
-        return Proved(None, PROVED_IDS[stage], f"refused: {exc}")
+        return Proved(None, ids, f"refused: {exc}")
 
 
 def pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict[str, Proved]:  # type: ignore[no-untyped-def]

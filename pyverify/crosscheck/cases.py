@@ -22,8 +22,12 @@ __all__ = [
     "shard_cases",
 ]
 
+#: The learner's sub-stages (two residual units of two SwiGLU blocks, the cases'):
+#: ``D = Q^T Q``, ``A0`` its first LayerNorm, per unit ``k`` its first block ``Uk.f1``, the
+#: residual sum ``Uk.Z = X + f(X)`` and its LayerNorm ``Ak`` (the last unit's is ``A``).
+LEARNER_STAGES = ("D", "A0", "U1.f1", "U1.Z", "A1", "U2.f1", "U2.Z", "A")
 #: Stages compared, in pipeline order.
-STAGES: tuple[str, ...] = ("A", "A_LM", "A_P", "G", "scores", "output")
+STAGES: tuple[str, ...] = (*LEARNER_STAGES, "A_LM", "A_P", "G", "scores", "output")
 
 # Sweeps: (B, H, S, dk), and the layer of the G_LM file where one is used.
 _RANDOM_FULL = [

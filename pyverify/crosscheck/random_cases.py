@@ -7,21 +7,21 @@ import torch
 
 from pyverify.crosscheck.bounds import (
     MP_REL,
-    NO_BOUND_A,
     U64,
     head_bounds,
     per_slice,
     pipeline_bounds,
     stage_bound,
 )
-from pyverify.crosscheck.cases import STAGES, Case
-from pyverify.crosscheck.compare import Comparer, Proved, as_numpy, sdpa_error
+from pyverify.crosscheck.cases import Case
+from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
 from pyverify.crosscheck.heads import (
     case_inputs,
     random_reference,
     reference_heads,
     scores_like_kernel,
 )
+from pyverify.crosscheck.learner_rows import learner_rows_mpmath, learner_rows_random
 from pyverify.crosscheck.results import CrosscheckRow
 from pyverify.precision import compute_dtype
 from pyverify.tolerance import MPMATH_DPS, TOL_FLOAT64, output_tolerance, stage_tolerances
@@ -58,10 +58,9 @@ def run_random(case: Case) -> list[CrosscheckRow]:
     got = {n: as_numpy(getattr(ded, n)) for n in ("A", "A_LM", "A_P", "G")}
     want = {n: getattr(ref.ded, n) for n in ("A", "A_LM", "A_P", "G")}
     proved = pipeline_bounds(ar, heads, got, want, exact_is_mp=False)
-    proved["A"] = Proved(None, (), NO_BOUND_A)
     unc = Comparer(case, "kernels.uncached", "reference.float64")
-    rows = []
-    for n in ("A", "A_LM", "A_P", "G"):
+    rows = learner_rows_random(unc, q, heads, p, ded.A, ref.ded.A, tol_ded)
+    for n in ("A_LM", "A_P", "G"):
         g = getattr(ded, n)
         if n in ("A_LM", "A_P"):  # metric_positivity: every entry > 0
             mn = float(g.min())
@@ -144,11 +143,12 @@ def run_mpmath(case: Case) -> list[CrosscheckRow]:
         return np.stack([np.stack([get(r) for r in row]) for row in rmp])
 
     cmp = Comparer(case, "reference.float64", "mpmath")
-    got = {n: getattr(r64.ded, n) for n in STAGES[:4]} | {"scores": r64.E, "output": r64.out}
-    want = {n: exact(lambda r, n=n: getattr(r.ded, n)) for n in STAGES[:4]}
+    ded = ("A", "A_LM", "A_P", "G")
+    got = {n: getattr(r64.ded, n) for n in ded} | {"scores": r64.E, "output": r64.out}
+    want = {n: exact(lambda r, n=n: getattr(r.ded, n)) for n in ded}
     want |= {"scores": exact(lambda r: r.E), "output": exact(lambda r: r.out)}
     proved = pipeline_bounds(REF, heads, got, want, exact_is_mp=True)
-    proved["A"] = Proved(None, (), NO_BOUND_A)
+    learner = learner_rows_mpmath(cmp, q, heads, r64.ded.A)
     # the scores and output of mpmath's G (rounded to float64: within u64 |G|)
     g_mp = want["G"]
     dG = np.abs(got["G"] - g_mp) + 2 * U64 * np.abs(g_mp)
@@ -170,4 +170,5 @@ def run_mpmath(case: Case) -> list[CrosscheckRow]:
     proved["output"] = stage_bound(
         "output", lambda: per_slice(out, q, k, v, got["G"], dG) + rnd["output"]
     )
-    return [cmp.stage(s, got[s], want[s], TOL_FLOAT64, proved=proved[s]) for s in STAGES]
+    rest = ("A_LM", "A_P", "G", "scores", "output")
+    return learner + [cmp.stage(s, got[s], want[s], TOL_FLOAT64, proved=proved[s]) for s in rest]

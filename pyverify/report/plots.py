@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["benchmark_ratios", "commutant_heatmaps", "error_by_dtype", "save"]
 
-_STAGES = ("A", "A_LM", "A_P", "G", "scores", "output")
+_STAGES = ("D", "A0", "A", "A_LM", "A_P", "G", "scores", "output")
 _DTYPES = ("float64", "float32", "bfloat16", "float16")
 
 

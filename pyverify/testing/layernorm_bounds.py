@@ -20,15 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from pyverify.fp.formulas import UNDERFLOW, fp_elementwise, fp_mixed_precision
+from pyverify.fp.learner import SILU_LIP
 from pyverify.fp.models import LIB_ACCURACY
 from pyverify.precision import UNIT_ROUNDOFF, gamma
 from pyverify.reference import numpy_head as nh
 
 __all__ = ["SILU_LIP", "layer_norm_bound", "metric_learner_bound", "swiglu_bound"]
-
-#: ``max |silu'(x)| = 1.0998...`` (at ``x ~ 2.40``; ``silu' = sigma (1 + x (1 - sigma))``):
-#: silu is ``SILU_LIP``-Lipschitz on the whole line. Rounded up.
-SILU_LIP = 1.0999
 
 
 def _compute(u: float) -> str:

@@ -63,6 +63,7 @@ import torch
 from pyverify.fp import stages
 from pyverify.fp.attention import attention_bound
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_mixed_precision
+from pyverify.fp.learner import HIDDEN_LIMIT, SILU_LIP
 from pyverify.fp.models import LIB_ACCURACY, Arithmetic
 from pyverify.fp.underflow import NotModelled
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
@@ -70,7 +71,6 @@ from pyverify.reference import Decoder
 from pyverify.reference import mp_stages as mps
 from pyverify.reference.params import SWIGLU_FIELDS
 from pyverify.testing.fp import MP_DPS, arith
-from pyverify.testing.layernorm_bounds import SILU_LIP
 
 __all__ = [
     "HIDDEN_LIMIT",
@@ -87,11 +87,6 @@ __all__ = [
     "swiglu_bound",
     "zero_key_decoder",
 ]
-
-#: [fp_swiglu] Largest hidden value ``|h|`` the SwiGLU bound is evaluated for: ``exp(-h)``
-#: stays in float32's normal range (no underflow term, no overflow), the premise of
-#: taking the exponential's relative accuracy alone (``eta_e = 0``).
-HIDDEN_LIMIT = 60.0
 
 
 class OutsideModel(ValueError):  # noqa: N818 (a refusal of the example, as BoundRefused)

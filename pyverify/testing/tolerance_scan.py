@@ -79,12 +79,11 @@ _PENDING_TESTS = (
 RESIDUE: dict[str, tuple[int, str]] = {
     "pyverify/tolerance.py": (
         6,
-        "the statistical fallback of cross-check rows without a proved bound (the "
-        "learner's A; outputs whose premise fails: the bfloat16 collapsed cases) and "
-        "tests/kernels' tolerances",
+        "the statistical fallback of cross-check rows without a proved bound (outputs "
+        "whose premises all fail) and tests/kernels' tolerances",
     ),
     "pyverify/testing/layernorm_bounds.py": (
-        12,
+        11,
         "the derived LayerNorm/SwiGLU bounds: fp_layernorm/fp_swiglu are proved on lean-ieee, "
         "their evaluation replaces these",
     ),
