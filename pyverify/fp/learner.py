@@ -1,16 +1,16 @@
-"""The metric learner's proved bound (steps 2-3), evaluated per call on its operands.
+"""The metric learner's proved bound (steps 1-3), evaluated per call on its operands.
 
-``[fp_layernorm]`` takes any mean and reciprocal square root routine through its
-hypotheses ``|mu^ - mean(x)| <= Delta mu`` and ``|r^ - rho| <= u_rs rho`` with
-``rho^2 w^ = 1``, ``|v^ - sum c^^2 / n| <= e_v sum c^^2 / n + eta_v``,
-``w^ = fl(v^ + eps)``. Nothing about the routine is assumed here: each call's statistics
-are *certified* on the actual row (:func:`certify_layernorm`, exact rational arithmetic),
-with the witnesses ``v^ := sum c^^2 / n``, ``w^ := v^ + eps`` (``e_v = eta_v = 0``; the
-hypotheses on ``v^`` and ``w^`` then hold with equality), ``Delta mu`` the mean's actual
-distance plus ``sum d / n``, and ``u_rs`` the actual ``|r^ sqrt(w^) - 1|``; Welford's
-moments, a float32 ``eps``, a fused multiply-add: whatever the routine did is in those two
-numbers. The products and sums after the statistics are the theorem's IEEE roundings,
-their witnesses ``c^ = fl(x^ - mu^)``, ``t^ = fl(c^ r^)`` computed here in the
+``[fp_layernorm]`` ``Pldr.fp_layernorm_certified`` (``lean/Pldr/Float/LayerNorm.lean``)
+takes any mean and reciprocal square root routine through two numbers: the computed mean
+within ``m`` of the mean of the actual input ``x^``, and ``|r^ - rho| <= u_rs rho`` with
+``rho = 1 / sqrt(sum c^^2 / n + eps)`` (it instantiates ``fp_layernorm`` with the
+witnesses ``v^ := sum c^^2 / n``, ``w^ := v^ + eps``, ``e_v = eta_v = 0`` and
+``Delta mu = m + sum d / n``). Nothing about the routine is assumed here: each call's
+``m`` and ``u_rs`` are *certified* on the actual row (:func:`certify_layernorm`, exact
+rational arithmetic): the mean's actual distance and the actual ``|r^ sqrt(w^) - 1|``;
+Welford's moments, a float32 ``eps``: whatever the routine did is in those two numbers.
+The products and sums after the statistics are the theorem's IEEE roundings, their
+witnesses ``c^ = fl(x^ - mu^)``, ``t^ = fl(c^ r^)`` computed here in the
 routine's format, the output checked entry by entry against them
 (:func:`check_scale_shift`).
 
@@ -265,7 +265,11 @@ def layernorm_bound(
     x: np.ndarray, d: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
     cert: LayerNormCertificate, *, u: float, eta: float, u_hold: float = 0.0,
 ) -> np.ndarray:  # fmt: skip
-    """``[fp_layernorm]`` ``Pldr.fp_layernorm`` on the enclosure ``|x - x^| <= d`` (``(N, n)``).
+    """``[fp_layernorm]`` ``Pldr.fp_layernorm_certified`` on the enclosure ``|x - x^| <= d``.
+
+    ``x``: the routine's actual input rows ``(N, n)``; ``d``: the bound of their distance
+    to the exact rows; the right-hand side at the enclosure's worst point (module
+    docstring).
 
     ``gamma``, ``beta``: the held parameters (the exact ones within ``u_hold`` of them);
     ``cert``: :func:`certify_layernorm` of the call; ``u``, ``eta``: the format's rounding.

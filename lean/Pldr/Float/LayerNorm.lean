@@ -442,6 +442,63 @@ theorem fp_layernorm_variance {n : Nat} (hn : 0 < n) (R : Rounding α) (ch g : F
   have := absv_sub_le_sub_add_sub vh (S * (n : α)⁻¹) (A * (n : α)⁻¹)
   grind
 
+/-- [fp_layernorm] `fp_layernorm` with the routine's statistics certified on its actual
+input `x̂`, whatever algorithm computed them (Welford's moments, a cascade of partial
+sums, a fused multiply-add): the computed mean within `m` of the mean of `x̂`, and `r̂`
+within `u_rs ρ` of `ρ = 1/√(Σ ĉ²/n + ε)`, the reciprocal square root of the computed
+centred values' mean square. The witnesses `v̂ := Σ ĉ²/n`, `ŵ := v̂ + ε` meet
+`fp_layernorm`'s variance hypotheses with `e_v = η_v = 0`, and `|μ̂ − μ| ≤ m + Σ d/n`;
+so with `D_i = (1 + u)(d_i + m + Σ d/n) + u |c_i|`, `Q = Σ D_i (2|c_i| + D_i) / n`,
+`W = (1 + u) Q + u (v + ε)` and the rest as in `fp_layernorm`:
+`|ŷ_i − (γ_i (x_i − μ) r + β_i)| ≤ (1 + u) S_i + u |γ_i (x_i − μ) r + β_i|`.
+`m` and `u_rs` are numbers an implementation's outputs determine: `pyverify` computes them
+per call in exact rational arithmetic (`pyverify/fp/learner.py`). -/
+theorem fp_layernorm_certified {n : Nat} (hn : 0 < n) (x xh d γ β : Fin n → α)
+    {eps u η urs m μh ρ rh r Q W ω R : α} (ch th sh yh D T S : Fin n → α)
+    (hu : 0 ≤ u) (hurs : 0 ≤ urs)
+    (hd : ∀ i, absv (xh i - x i) ≤ d i)
+    (hμ : absv (μh - rowMean xh) ≤ m)
+    (hc : ∀ i, absv (ch i - (xh i - μh)) ≤ u * absv (xh i - μh))
+    (hρ0 : 0 < ρ) (hρ : ρ * ρ * (finSum (fun i => ch i * ch i) * (n : α)⁻¹ + eps) = 1)
+    (hrh : absv (rh - ρ) ≤ urs * ρ)
+    (hr0 : 0 < r) (hr : r * r * (rowVar x + eps) = 1)
+    (ht : ∀ i, absv (th i - ch i * rh) ≤ u * absv (ch i * rh) + η)
+    (hs : ∀ i, absv (sh i - th i * γ i) ≤ u * absv (th i * γ i) + η)
+    (hy : ∀ i, absv (yh i - (sh i + β i)) ≤ u * absv (sh i + β i))
+    (hD : ∀ i, D i = (1 + u) * (d i + (m + finSum d * (n : α)⁻¹)) +
+      u * absv (x i - rowMean x))
+    (hQ : Q = finSum (fun i => D i * (2 * absv (x i - rowMean x) + D i)) * (n : α)⁻¹)
+    (hW : W = (1 + u) * Q + u * (rowVar x + eps))
+    (hWlt : W < rowVar x + eps) (hω : ω = W * (rowVar x + eps - W)⁻¹)
+    (hR : R = (1 + urs) * (1 + ω) - 1)
+    (hT : ∀ i, T i = (1 + u) * (D i * r + absv (x i - rowMean x) * (R * r) + D i * (R * r)) +
+      u * (absv (x i - rowMean x) * r) + η)
+    (hS : ∀ i, S i = (1 + u) * (T i * absv (γ i)) +
+      u * (absv (x i - rowMean x) * r * absv (γ i)) + η)
+    (i : Fin n) :
+    absv (yh i - (γ i * ((x i - rowMean x) * r) + β i)) ≤
+      (1 + u) * S i + u * absv (γ i * ((x i - rowMean x) * r) + β i) := by
+  have hnpos : (0 : α) < (n : α) := by
+    have := natCast_ne_zero_of_pos (α := α) hn
+    have := OrderedRing.natCast_nonneg (R := α) (a := n); grind
+  have hni := Std.le_of_lt (inv_pos_of_pos hnpos)
+  have hmean : absv (μh - rowMean x) ≤ m + finSum d * (n : α)⁻¹ := by
+    have e : rowMean xh - rowMean x = finSum (fun i => xh i - x i) * (n : α)⁻¹ := by
+      unfold rowMean; rw [finSum_sub]; grind
+    have h1 : absv (rowMean xh - rowMean x) ≤ finSum d * (n : α)⁻¹ := by
+      rw [e, absv_mul, absv_of_nonneg' hni]
+      exact OrderedRing.mul_le_mul_of_nonneg_right
+        (Std.le_trans (absv_finSum_le _) (finSum_le_finSum hd)) hni
+    have := absv_sub_le_sub_add_sub μh (rowMean xh) (rowMean x)
+    grind
+  have hz : ∀ a : α, absv (a - a) = 0 := fun a => by unfold absv; split <;> grind
+  exact fp_layernorm hn x xh d γ β (Δμ := m + finSum d * (n : α)⁻¹) (ev := 0) (ηv := 0)
+    (vh := finSum (fun i => ch i * ch i) * (n : α)⁻¹)
+    (wh := finSum (fun i => ch i * ch i) * (n : α)⁻¹ + eps) (V := Q)
+    ch th sh yh D T S hu hurs (Std.le_refl 0) hd hmean hc (by rw [hz]; grind)
+    (by rw [hz]; exact OrderedRing.mul_nonneg hu (absv_nonneg _)) hρ0 hρ hrh hr0 hr ht hs hy
+    hD hQ (by grind) hW hWlt hω hR hT hS i
+
 end Pldr
 
 end
