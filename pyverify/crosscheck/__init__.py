@@ -8,8 +8,10 @@ each comparison one :class:`~.compare.Comparer` stage):
 
 * ``random``: random PLGA heads, random ``q, k, v`` of shape ``(B, H, S, dk)``.
   The uncached kernel (with ``return_deductive=True``) against the float64
-  reference on the same rounded inputs: stages ``A``, ``A_LM``, ``A_P``,
-  ``G``, ``scores`` and ``output``; the G-cached and collapsed kernels given
+  reference on the same rounded inputs: the learner's sub-stages
+  (:data:`LEARNER_STAGES`, :mod:`.learner_rows`: ``D``, ``A0``, per residual unit its
+  first SwiGLU block, its residual sum and its LayerNorm, the last one ``A``), then
+  ``A_LM``, ``A_P``, ``G``, ``scores`` and ``output``; the G-cached and collapsed kernels given
   the reference's ``G``: ``output``.
 * ``mpmath``: the float64 reference against :mod:`pyverify.reference.mp`
   (40 digits) at ``S <= 16``, ``dk <= 8``, every stage; CPU/float64 only.
@@ -22,8 +24,8 @@ each comparison one :class:`~.compare.Comparer` stage):
 Error measure: per (batch, head) slice ``max|x - y| / max|y|``; a row reports
 the maximum and the median over the slices. Tolerances and their derivation:
 :mod:`pyverify.tolerance`. Stages ``A_LM`` and ``A_P`` also require every
-kernel entry to be ``> 0`` (``metric_positivity``). Every stage but the metric
-learner's output ``A`` is held to its *proved* bound (the floating-point theorems of
+kernel entry to be ``> 0`` (``metric_positivity``). Every stage is held to its
+*proved* bound where its premises hold (the floating-point theorems of
 ``lean/Pldr/Float``, :mod:`pyverify.fp`), which is then the row's tolerance: every
 entry within it, stage by stage with the previous stage's measured difference as the
 input bound; a row records the bound in the same measure and ``error / proved``. Each
@@ -32,6 +34,7 @@ subnormal numbers is left out with one line (:mod:`pyverify.fp.underflow`).
 """
 
 from pyverify.crosscheck.cases import (
+    LEARNER_STAGES,
     STAGES,
     Case,
     available_devices,
@@ -49,6 +52,7 @@ from pyverify.precision import DTYPE_NAMES
 
 __all__ = [
     "DTYPE_NAMES",
+    "LEARNER_STAGES",
     "STAGES",
     "Case",
     "CrosscheckResult",
