@@ -91,6 +91,12 @@ def score_budget(
 ) -> list[BudgetRow]:
     """Measure the score-perturbation budget of ``G_star`` for each relative size in ``rhos``.
 
+    ``[score_perturbation]``: every score moves by at most ``eta_r`` in row ``r``, so the
+    top-1 key of a row whose margin exceeds ``2 eta_r`` (each of the two leading scores
+    moved by ``eta_r``, towards each other at worst) cannot change; each measured
+    ``|E - E*|`` is held to the per-score bound plus ``[fp_dot_product]``'s
+    ``gamma_(2 dk + 1)`` rounding of *two* float64 evaluations (``E`` and ``E*``).
+
     Parameters
     ----------
     G_star : array_like, shape (dk, dk)

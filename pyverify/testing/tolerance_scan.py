@@ -92,7 +92,6 @@ RESIDUE: dict[str, tuple[int, str]] = {
         "model_tolerance's 2 * 8 (L + 1) gamma_n: pending the decoder-step theorem "
         "(lean-ieee's Decoder.lean, pyverify/fp/stages.py)",
     ),
-    "pyverify/diagnose/perturbation.py": (2, "the argmax margin 2 eta of score_perturbation"),
     "property_tests/test_cache_equivalence.py": (1, _PENDING_TESTS),
     "property_tests/test_collapse_absorption.py": (2, _PENDING_TESTS),
     "property_tests/test_density_psd.py": (7, _PENDING_TESTS),
