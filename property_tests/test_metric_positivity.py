@@ -22,12 +22,22 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pyverify.kernels as kern
+from pyverify.crosscheck.learner_bound import (
+    REFERENCE_ARITH,
+    from_rows,
+    kernel_arith,
+    learner_bound,
+    reference_trace,
+    substages,
+)
 from pyverify.fp.models import LIB_ACCURACY
+from pyverify.fp.underflow import BoundRefused
+from pyverify.kernels.learner_trace import trace_learner
 from pyverify.reference import PLGAParams, PowerLawOverflowError
 from pyverify.reference import mp as rmp
+from pyverify.reference import mp_stages as mps
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.bounds import (
-    density_bound,
     energy_bound,
     metric_tensor_bound,
     power_law_bound,
@@ -40,7 +50,6 @@ from pyverify.testing.impls import (
     kernels,
     params_as_used,
 )
-from pyverify.testing.layernorm_bounds import metric_learner_bound
 from pyverify.testing.strategies import (
     arrays,
     examples,
@@ -137,7 +146,7 @@ def test_positivity_beyond_float_range_in_mpmath(case):
 # each implementation's iSwiGLU, A_LM = iSwiGLU(W A + b) + eps and A_P = A_LM ** P are
 # compared with the mpmath reference on the implementation's own inputs, within the proved
 # stage bounds of pyverify.testing.bounds (fp_mixed_precision, fp_elementwise), and A
-# within the metric learner's derived (unproved) bound of pyverify.testing.layernorm_bounds.
+# sub-stage by sub-stage within fp_layernorm_certified's and fp_swiglu's bounds.
 
 U64 = 2.0**-53
 
@@ -186,10 +195,10 @@ def test_deductive_tensors_are_the_spec_formulas(impl, case):
     G = a A_P + b_a (the operator cache_equivalence caches), each against mpmath, for every
     (batch, head) of one batched multi-head call (B, H in {1, 2}: the kernels' row layout).
 
-    A is compared with the exact chain from the (rounded) queries, within the propagated
-    bound of the density and the metric learner; A_LM, A_P, G with the exact stage applied
-    to the implementation's own previous tensor, within the stage's local bound; the output
-    with exact attention under the implementation's G (attention_bound).
+    A_LM, A_P, G with the exact stage applied to the implementation's own previous tensor,
+    within the stage's local bound; the output with exact attention under the
+    implementation's G (attention_bound); A, sub-stage by sub-stage, in
+    ``test_learner_sub_stages_are_the_spec_formulas``.
     """
     q, heads = case
     q = impl.round(q)
@@ -204,16 +213,11 @@ def test_deductive_tensors_are_the_spec_formulas(impl, case):
 
 def _check_formulas(impl, q, params, res, u):
     ctx = _ctx()
-    eps = params.ln_eps
 
     def close(got, exact_mp, bound):
         want = rmp.to_numpy(exact_mp)
         return np.all(np.abs(got - want) <= bound + U64 * np.abs(want))
 
-    A0 = rmp.layer_norm_rows(rmp.density(q, ctx), params.ln0_gamma, params.ln0_beta, eps, ctx)
-    A_exact = rmp.metric_learner(A0, params.reslayers, eps, ctx)
-    _, dA = metric_learner_bound(q.T @ q, density_bound(impl, q), params, u)
-    assert close(res.A, A_exact, dA)
     A_LM_exact = rmp.metric_tensor(res.A, params.W, params.b, params.metric_eps, ctx)
     assert close(res.A_LM, A_LM_exact, metric_tensor_bound(impl, res.A, params))
     assert close(
@@ -227,6 +231,70 @@ def _check_formulas(impl, q, params, res, u):
     assert np.all(
         np.abs(res.out - out) <= attention_bound(impl, q, res.G, q, q) + U64 * np.abs(out)
     )
+
+
+def _learner_exact(sub, V, b, h, hp, q, ctx):  # type: ignore[no-untyped-def]
+    """The exact sub-stage on the implementation's own inputs (its previous values)."""
+    k, j = sub.params
+    x = [V[i][b, h] for i in sub.inputs]
+    if sub.kind == "D":
+        return rmp.density(q, ctx)
+    if sub.kind == "ln":
+        un = None if k == 0 else hp.reslayers[k - 1]
+        g, bt = (hp.ln0_gamma, hp.ln0_beta) if un is None else (un.ln_gamma, un.ln_beta)
+        return rmp.layer_norm_rows(x[0], g, bt, hp.ln_eps, ctx)
+    if sub.kind == "double":
+        return [[ctx.mpf(float(t)) * 2 for t in row] for row in x[0]]
+    f = mps.swiglu(x[0], hp.reslayers[k - 1].dense[j - 1], ctx)
+    if sub.kind == "f":
+        return f
+    return [[a + ctx.mpf(float(t)) for a, t in zip(ra, rt, strict=True)]
+            for ra, rt in zip(f, x[1], strict=True)]  # fmt: skip
+
+
+@pytest.mark.theorem("fp_layernorm")
+@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@examples(15)
+@given(formula_cases())
+def test_learner_sub_stages_are_the_spec_formulas(impl, case):
+    """A = Phi(LN_rows(Q^T Q)) sub-stage by sub-stage (``D``, ``A0``, each SwiGLU block,
+    residual sum and LayerNorm), each against mpmath applied to the implementation's own
+    previous sub-stage, within its proved local bound (``fp_mixed_precision``;
+    ``fp_layernorm_certified``, the LayerNorm's mean and rstd certified per row on the
+    values it was given; ``fp_swiglu``; the residual sum), for every (batch, head) of one
+    batched call, with the parameters as the implementation holds them. The
+    implementation's learner is traced op for op (the kernels:
+    ``pyverify.kernels.learner_trace``; the reference: its NumPy operations), the trace
+    checked to give its ``A`` bit for bit. Tolerance: the bound, plus the oracle's
+    rounding to float64 (``u64 |exact|``)."""
+    q, heads = case
+    q = impl.round(q)
+    try:
+        results = impl.plga_batched(q, q, q, heads)
+    except OVERFLOW:
+        reject()
+    A = np.stack([np.stack([r.A for r in row]) for row in results])
+    held = [params_as_used(impl, hp) for hp in heads]
+    if impl.name == "reference":
+        tr, ar = reference_trace(q, held, A), REFERENCE_ARITH
+    else:
+        if impl.device != "cpu":
+            raise BoundRefused(f"{impl.device} {impl.dtype}: the learner's premises are ATen's "
+                               "CPU LayerNorm, SiLU and GEMMs")  # fmt: skip
+        tr = trace_learner(impl.t(q), impl.heads(heads))
+        comp = "float64" if impl.dtype == "float64" else "float32"
+        ar = dataclasses.replace(kernel_arith(comp), hold=0.0)  # held parameters: exact here
+    subs, vals = substages(tr)
+    B = q.shape[0]
+    assert np.array_equal(from_rows(vals[-1], B), A), "the trace is not the call"
+    V = [from_rows(v, B) for v in vals]
+    ctx = _ctx()
+    for k, sub in enumerate(subs):
+        bound = learner_bound(tr, held, ar, q, sub, [0 * vals[i] for i in sub.inputs])
+        for b, h in np.ndindex(*q.shape[:2]):
+            want = rmp.to_numpy(_learner_exact(sub, V, b, h, held[h], q[b, h], ctx))
+            err = np.abs(V[k][b, h] - want)
+            assert np.all(err <= bound[b, h] + U64 * np.abs(want)), (sub.name, b, h)
 
 
 # --------------------------------------------------------------------------- out of range
