@@ -102,7 +102,7 @@ RESIDUE: dict[str, tuple[int, str]] = {
     "property_tests/test_model_conformance.py": (3, _PENDING_TESTS),
     "property_tests/test_order_parameter_rms_bound.py": (1, _PENDING_TESTS),
     "property_tests/test_prefix_consistency.py": (4, _PENDING_TESTS),
-    "property_tests/test_rank_one_generator.py": (4, _PENDING_TESTS),
+    "property_tests/test_rank_one_generator.py": (3, _PENDING_TESTS),
     "property_tests/test_rope_commutant_char.py": (9, _PENDING_TESTS),
     "property_tests/test_rope_group.py": (9, _PENDING_TESTS),
     "property_tests/test_rope_relative_position.py": (10, _PENDING_TESTS),
