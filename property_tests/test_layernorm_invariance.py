@@ -12,12 +12,13 @@ Two places where the implementations run a LayerNorm over rows, both public:
 Tolerances. Inputs are chosen exactly representable (grid values; shifts and power-of-two
 factors keep them exact; ``sqrt(d_model)`` is 2 or 4), so the exact LayerNorm values of
 the two rows are equal and only the two evaluations' own rounding separates them:
-:func:`pyverify.testing.layernorm_bounds.layer_norm_bound` (exact-form, not first order:
-the cancellation in ``x - mean`` and the ``1/sigma`` conditioning included; derived, not a
-Lean theorem: LayerNorm's moments are outside the floating-point model), for each
-evaluation, plus the rounding of the output to a bfloat16/float16 model dtype
-(``u_io |LN(x)|`` each, of the computed value). For a general positive factor the scaled
-row is rounded once (``u_io |a x|`` per entry), propagated by the same bound.
+``fp_layernorm``'s proved bound of each evaluation (:func:`_bound`: ``Pldr.fp_layernorm``
+evaluated on the exact rows, in Fractions, by
+:func:`pyverify.testing.stage_bounds.layernorm_bound`; the bfloat16/float16 model dtype's
+output rounding included; the kernels' statistics held to the two-pass routine's, whose
+observable consequences ``test_fp_layernorm`` checks at float32). For a
+general positive factor the scaled row is rounded once (``u_c |a x|`` per entry),
+propagated by the same bound.
 
 Oracle: the row LayerNorm of the mpmath reference (30 digits, rounded once to float64),
 which imports neither implementation and does no NumPy arithmetic; the scaled rows are
@@ -29,12 +30,13 @@ homogeneity ``r(s^2 v) s = r(v)`` (the hypothesis ``RSqrtMap.Homogeneous`` of th
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 
 import mpmath
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume, given, reject
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
@@ -43,7 +45,12 @@ from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import mp as rmp
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
-from pyverify.testing.layernorm_bounds import layer_norm_bound
+from pyverify.testing.stage_bounds import (
+    OutsideModel,
+    layernorm_bound,
+    mp_context,
+    stage_arith,
+)
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("layernorm_invariance")
@@ -55,10 +62,20 @@ def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
     return impl.layer_norm_rows(X, params.ln0_gamma, params.ln0_beta, eps)
 
 
-def _bound(impl, X, dX, params, eps) -> np.ndarray:
-    """The bound of one evaluation of the row LayerNorm of X (input within dX)."""
-    g, b = impl.hold(params.ln0_gamma), impl.hold(params.ln0_beta)
-    return layer_norm_bound(X, dX, g, b, eps, impl.u_compute)
+def _bound(impl, X, dX, params, eps, gamma=None, beta=None) -> np.ndarray:
+    """``[fp_layernorm]`` The bound of one evaluation of the row LayerNorm of the exact rows
+    ``X`` (the implementation's input within ``dX``; ``X`` as float64 values, themselves
+    within ``u64 |X|`` of the exact rows they stand for), ``gamma``, ``beta`` as held
+    (default: the learner's ``ln0``). No bound where the variance is not resolved: the
+    example is rejected."""
+    g, b = _held(impl, params) if gamma is None else (gamma, beta)
+    X = np.asarray(X, np.float64)
+    xs = [[Fraction(float(t)) for t in row] for row in X]
+    d = np.asarray(dX, np.float64) + 2.0**-53 * np.abs(X)
+    try:
+        return layernorm_bound(xs, d, g, b, eps, stage_arith(impl), mp_context())
+    except OutsideModel:
+        reject()
 
 
 def _oracle(X, gamma, beta, eps: float) -> np.ndarray:
@@ -226,11 +243,8 @@ def test_decoder_embedding_layernorm_invariances(impl, case, eps):
     rows = [emb[i] * s for i in range(3)]
     z = np.zeros((1, emb.shape[1]))
 
-    def tol(r):
-        exact = nh.layer_norm_rows(r[None], g, b, eps)
-        lnb = layer_norm_bound(r[None], z, g, b, eps, impl.u_compute)
-        low = impl.dtype in ("bfloat16", "float16")
-        return lnb + (impl.u_io * (np.abs(exact) + lnb) if low else 0)
+    def tol(r):  # the model dtype's output rounding is in the bound
+        return _bound(impl, r[None], z, None, eps, g, b)
 
     assert np.all(np.abs(x[0] - x[1]) <= tol(rows[0]) + tol(rows[1]))
     if eps == 0.0:

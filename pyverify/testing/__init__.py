@@ -5,7 +5,8 @@
   lists the tests are parametrised over, derived error bounds;
 * :mod:`~pyverify.testing.strategies` -- Hypothesis strategies for PLGA inputs;
 * :mod:`~pyverify.testing.bounds` -- the proved error bounds of the stages (``lean/Pldr/Float``);
-* :mod:`~pyverify.testing.layernorm_bounds` -- the metric learner's derived (unproved) bound;
+* :mod:`~pyverify.testing.stage_bounds` -- the decoder stages' proved bounds (LayerNorm,
+  SwiGLU, the decoder step) evaluated on the operands;
 * :mod:`~pyverify.testing.fp` -- an implementation's arithmetic and the exact comparisons;
 * :mod:`~pyverify.testing.exact` -- exact rational matrices for symbolic checks;
 * :mod:`~pyverify.testing.bad_input` -- the bad-input tables' one test (the unit tests' too);

@@ -7,8 +7,9 @@ implementation received, so only its rounding inside the stage counts. Nothing i
 first-order and nothing is doubled: the statements are exact (``gamma_n = n u / (1 - n u)``,
 products of ``(1 + u)`` factors).
 
-The metric learner (row LayerNorm and residual SwiGLU units) has no Lean bound:
-:mod:`pyverify.testing.layernorm_bounds` holds its derivation, which says what it assumes.
+The metric learner (row LayerNorm and residual SwiGLU units): :mod:`pyverify.fp.learner`
+(``fp_layernorm_certified``, ``fp_swiglu``) on a traced learner,
+:mod:`pyverify.crosscheck.learner_bound`.
 """
 
 from __future__ import annotations

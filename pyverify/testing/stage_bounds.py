@@ -42,7 +42,8 @@ What each implementation computes (the premises), :func:`stage_arith`:
 The kernels' LayerNorm moments are Welford's, not the two-pass routine whose errors
 ``fp_layernorm_mean`` and ``fp_layernorm_variance`` bound; the Lean statement takes any
 routine through ``Delta mu``, ``e_v``, ``eta_v``, and the kernels are held to the two-pass
-values: an assumption about ATen (that of :mod:`pyverify.testing.layernorm_bounds`), whose
+values: an assumption about ATen (the cross-check and the learner's property tests need
+none: they certify each call's statistics, :mod:`pyverify.fp.learner`), whose
 observable consequences (the returned mean within ``Delta mu``, ``rstd`` within ``R r``)
 the LayerNorm test checks on every float32 example (bfloat16 returns them rounded).
 """

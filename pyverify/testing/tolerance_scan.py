@@ -53,7 +53,6 @@ BOUND_MODULES: frozenset[str] = frozenset(
         "pyverify/fp/models.py",
         "pyverify/testing/bounds.py",
         "pyverify/testing/fp.py",
-        "pyverify/testing/layernorm_bounds.py",
         "pyverify/crosscheck/bounds.py",
     }
 )
@@ -81,11 +80,6 @@ RESIDUE: dict[str, tuple[int, str]] = {
         6,
         "the statistical fallback of cross-check rows without a proved bound (outputs "
         "whose premises all fail) and tests/kernels' tolerances",
-    ),
-    "pyverify/testing/layernorm_bounds.py": (
-        11,
-        "the derived LayerNorm/SwiGLU bounds: fp_layernorm/fp_swiglu are proved on lean-ieee, "
-        "their evaluation replaces these",
     ),
     "pyverify/testing/impls.py": (
         2,
