@@ -53,6 +53,8 @@ from pyverify.testing.bounds import metric_tensor_bound
 from pyverify.testing.exact import from_numpy
 from pyverify.testing.fp import arith
 from pyverify.testing.impls import ALL, FLOAT, impl_ids, params_as_used
+from pyverify.testing.learner_bounds import composed_learner_bound
+from pyverify.testing.stage_bounds import OutsideModel, stage_arith
 from pyverify.testing.strategies import arrays, examples, fractions, head_params, seeds
 
 pytestmark = pytest.mark.theorem("rank_one_generator")
@@ -174,10 +176,16 @@ def _learner_bound(impl, q, params, A) -> np.ndarray:
     not resolved): no bound, the example is rejected. The composition assumes each
     stage's input error aligned the worst way, so on float32 learners of two units it
     leaves the variance unresolved in about a third of the draws (75 of 199 sampled
-    here); those are the examples it rejects.
+    here); those are the examples it rejects. An implementation under ``pyverify check``
+    (not traceable): :func:`pyverify.testing.learner_bounds.composed_learner_bound`.
     """
     held = [params_as_used(impl, params)]
     q4 = q[None, None]
+    if impl.name not in ("reference", "kernels"):  # a black box: the composed chain
+        try:
+            return composed_learner_bound(q, held[0], stage_arith(impl))[1]
+        except OutsideModel:
+            reject()
     if impl.name == "reference":
         tr, ar = reference_trace(q4, held, A[None, None]), REFERENCE_ARITH
     else:

@@ -1,0 +1,78 @@
+"""The metric learner's composed proved bound for an implementation seen as a black box.
+
+The shipped implementations' learners are traced and bounded sub-stage by sub-stage with
+their LayerNorm statistics certified (:mod:`pyverify.crosscheck.learner_bound`). An
+implementation under ``pyverify check`` shows only its ``A``: its bound is the chain of
+the stage statements along the exact trajectory (mpmath at
+:data:`~pyverify.testing.fp.MP_DPS` digits), as :func:`~pyverify.testing.stage_bounds.decoder_bound`
+composes a decoder pass, under the premises of :func:`~pyverify.testing.stage_bounds.stage_arith`
+(its LayerNorm's statistics held to the two-pass routine's: an assumption about it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pyverify.fp import stages
+from pyverify.fp.formulas import EVAL_SLACK, fp_mixed_precision
+from pyverify.reference import mp_stages as mps
+from pyverify.testing.stage_bounds import (
+    StageArith,
+    affine_mp,
+    f64,
+    layernorm_bound,
+    mp_context,
+    mpf_fraction,
+    swiglu_bound,
+)
+
+__all__ = ["composed_learner_bound"]
+
+
+def _fracs(X: Any) -> list:
+    return [[mpf_fraction(t) for t in row] for row in X]
+
+
+def composed_learner_bound(q: np.ndarray, params: Any, sa: StageArith) -> tuple[list, np.ndarray]:
+    """``[fp_decoder_step]`` The exact ``A`` of steps 1-3 on ``q`` and its composed bound.
+
+    The chain: ``D = Q^T Q`` (``[fp_mixed_precision]``, any order, ``q`` exact), the row
+    LayerNorm (``[fp_layernorm]``), per residual unit its SwiGLU blocks (``[fp_swiglu]``)
+    and the residual sum (``fp_decoder_step_residual``) then its LayerNorm; each stage's
+    bound takes the previous one's as its input error, along the exact trajectory
+    (``fp_decoder_step``'s composition). ``params``: as the implementation holds them.
+
+    Raises
+    ------
+    OutsideModel
+        A premise that fails (a row's variance not resolved, a hidden value beyond
+        :data:`~pyverify.testing.stage_bounds.HIDDEN_LIMIT`): no bound.
+    """
+    ctx = mp_context()
+    q = np.asarray(q, np.float64)
+    S = q.shape[0]
+    D = mps.density(q, ctx)
+    aq = np.abs(q)
+    d = EVAL_SLACK * fp_mixed_precision(
+        aq.T @ aq, S, float(sa.u), u_out=float(sa.u_out), eta_sum=S * float(sa.eta),
+        eta_out=float(sa.eta_out),
+    )  # fmt: skip
+    eps = params.ln_eps
+    d = layernorm_bound(_fracs(D), d, params.ln0_gamma, params.ln0_beta, eps, sa, ctx)
+    X = mps.layer_norm_rows(D, params.ln0_gamma, params.ln0_beta, eps, ctx)
+    for unit in params.reslayers:
+        Y, dY = X, d
+        for blk in unit.dense:
+            H1 = affine_mp(Y, blk.W1, blk.b1, ctx)
+            H2 = affine_mp(Y, blk.W2, blk.b2, ctx)
+            S1 = [[mps.silu(t, ctx) for t in row] for row in H1]
+            dY = swiglu_bound(f64(H1), f64(H2), f64(S1), np.abs(f64(Y)), dY, blk, sa)
+            Y = mps.swiglu(Y, blk, ctx)
+        Z = [[a + b for a, b in zip(r, s, strict=True)] for r, s in zip(X, Y, strict=True)]
+        dZ = 2 * d if not unit.dense else EVAL_SLACK * stages.fp_decoder_step_residual(
+            d, dY, np.abs(f64(Z)), float(sa.u))  # fmt: skip
+        d = layernorm_bound(_fracs(Z), dZ, unit.ln_gamma, unit.ln_beta, eps, sa, ctx)
+        X = mps.layer_norm_rows(Z, unit.ln_gamma, unit.ln_beta, eps, ctx)
+    return X, np.asarray(d, np.float64)
