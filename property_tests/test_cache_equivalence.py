@@ -20,6 +20,7 @@ from hypothesis import assume, event, given, reject
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
 from pyverify.reference.numpy_head import layer_norm_rows
 from pyverify.testing.impls import (
@@ -47,6 +48,9 @@ from pyverify.testing.strategies import (
 pytestmark = pytest.mark.theorem("cache_equivalence")
 
 OVERFLOW = PowerLawOverflowError  # pyverify.errors: one class for both implementations
+
+#: ``[fp_ieee_rounding]`` float64's unit round-off: the oracle's value rounded to float64.
+U64 = UNIT_ROUNDOFF["float64"]
 
 
 # --------------------------------------------------------------------------- one layer
@@ -182,13 +186,15 @@ def test_trained_operator_as_invariant_metric(impl, head, toks, seed):
 def test_recomputing_and_cached_layers_compute_exact_attention_with_their_g(impl, case):
     """Against exact arithmetic: both layers are within attention_bound of the exact
     softmax(Q G K^T / sqrt(dk)) V (mpmath) with the G they used (so the bitwise equality
-    above is an equality of correct layers, not of two equally wrong ones)."""
+    above is an equality of correct layers, not of two equally wrong ones). Tolerance:
+    ``[fp_head_output]``'s bound plus the oracle's rounding to float64 (``u64 |want|``,
+    ``[fp_ieee_rounding]``)."""
     q, k, v, params, G, causal = case
     q, k, v = impl.round(q), impl.round(k), impl.round(v)
     for res in (impl.plga(q, k, v, params, causal=causal),
                 impl.plga(q, k, v, params, G=G, causal=causal)):  # fmt: skip
         want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=res.G, dps=30)[0])
-        bound = attention_bound(impl, q, res.G, k, v) + 2**-53 * np.abs(want)
+        bound = attention_bound(impl, q, res.G, k, v) + U64 * np.abs(want)
         assert np.all(np.abs(res.out - want) <= bound)
 
 

@@ -64,6 +64,8 @@ from pyverify.testing.strategies import (
 pytestmark = pytest.mark.theorem("metric_positivity")
 
 OVERFLOW = PowerLawOverflowError  # pyverify.errors: one class for both implementations
+#: The spec's metric epsilon (``metric_eps``): a parameter of the statement, not a tolerance.
+METRIC_EPS = 1e-9
 
 
 @st.composite
@@ -136,10 +138,10 @@ def test_positivity_beyond_float_range_in_mpmath(case):
     W, b = rng.normal(0, 1, (dk, dk)), rng.normal(0, 1, (dk, dk))
     ctx = mpmath.MPContext()
     ctx.dps = 30
-    A_LM = rmp.metric_tensor(A, W, b, 1e-9, ctx=ctx)
+    A_LM = rmp.metric_tensor(A, W, b, METRIC_EPS, ctx=ctx)
     A_P = rmp.power_law(A_LM, P, ctx=ctx)
     assert all(x > 0 for row in A_LM for x in row)
-    assert all(x >= ctx.mpf(1e-9) for row in A_LM for x in row)
+    assert all(x >= ctx.mpf(METRIC_EPS) for row in A_LM for x in row)  # A_LM >= eps, exactly
     assert all(x > 0 for row in A_P for x in row)
 
 
