@@ -23,16 +23,11 @@ from hypothesis.extra import numpy as hnp
 
 import pyverify.kernels as kern
 from pyverify.crosscheck.learner_bound import (
-    REFERENCE_ARITH,
     from_rows,
-    kernel_arith,
     learner_bound,
-    reference_trace,
     substages,
 )
 from pyverify.fp.models import LIB_ACCURACY
-from pyverify.fp.underflow import BoundRefused
-from pyverify.kernels.learner_trace import trace_learner
 from pyverify.reference import PLGAParams, PowerLawOverflowError
 from pyverify.reference import mp as rmp
 from pyverify.reference import mp_stages as mps
@@ -50,7 +45,7 @@ from pyverify.testing.impls import (
     kernels,
     params_as_used,
 )
-from pyverify.testing.learner_bounds import composed_learner_bound
+from pyverify.testing.learner_bounds import composed_learner_bound, traced_learner
 from pyverify.testing.stage_bounds import OutsideModel, stage_arith
 from pyverify.testing.strategies import (
     arrays,
@@ -294,22 +289,13 @@ def test_learner_sub_stages_are_the_spec_formulas(impl, case):
     except OVERFLOW:
         reject()
     A = np.stack([np.stack([r.A for r in row]) for row in results])
-    held = [params_as_used(impl, hp) for hp in heads]
-    if impl.name not in ("reference", "kernels"):  # a black box: only its A is seen
-        _check_composed(impl, q, held, A)
+    traced = traced_learner(impl, q, heads, A)
+    if traced is None:  # a black box: only its A is seen
+        _check_composed(impl, q, [params_as_used(impl, hp) for hp in heads], A)
         return
-    if impl.name == "reference":
-        tr, ar = reference_trace(q, held, A), REFERENCE_ARITH
-    else:
-        if impl.device != "cpu":
-            raise BoundRefused(f"{impl.device} {impl.dtype}: the learner's premises are ATen's "
-                               "CPU LayerNorm, SiLU and GEMMs")  # fmt: skip
-        tr = trace_learner(impl.t(q), impl.heads(heads))
-        comp = "float64" if impl.dtype == "float64" else "float32"
-        ar = dataclasses.replace(kernel_arith(comp), hold=0.0)  # held parameters: exact here
+    tr, held, ar = traced
     subs, vals = substages(tr)
     B = q.shape[0]
-    assert np.array_equal(from_rows(vals[-1], B), A), "the trace is not the call"
     V = [from_rows(v, B) for v in vals]
     ctx = _ctx()
     for k, sub in enumerate(subs):

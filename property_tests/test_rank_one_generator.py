@@ -36,24 +36,18 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pyverify.crosscheck.learner_bound import (
-    REFERENCE_ARITH,
-    from_rows,
-    kernel_arith,
     learner_bound,
-    reference_trace,
     substages,
     to_rows,
 )
 from pyverify.fp.models import linear_stage_bound, power_stage_bound
-from pyverify.fp.underflow import BoundRefused
-from pyverify.kernels.learner_trace import trace_learner
 from pyverify.reference import PLGAParams
 from pyverify.reference import numpy_head as nh
 from pyverify.testing.bounds import metric_tensor_bound
 from pyverify.testing.exact import from_numpy
 from pyverify.testing.fp import arith
 from pyverify.testing.impls import ALL, FLOAT, impl_ids, params_as_used
-from pyverify.testing.learner_bounds import composed_learner_bound
+from pyverify.testing.learner_bounds import composed_learner_bound, traced_learner
 from pyverify.testing.stage_bounds import OutsideModel, stage_arith
 from pyverify.testing.strategies import arrays, examples, fractions, head_params, seeds
 
@@ -179,24 +173,15 @@ def _learner_bound(impl, q, params, A) -> np.ndarray:
     here); those are the examples it rejects. An implementation under ``pyverify check``
     (not traceable): :func:`pyverify.testing.learner_bounds.composed_learner_bound`.
     """
-    held = [params_as_used(impl, params)]
     q4 = q[None, None]
-    if impl.name not in ("reference", "kernels"):  # a black box: the composed chain
+    traced = traced_learner(impl, q4, [params], A[None, None])
+    if traced is None:  # a black box: the composed chain
         try:
-            return composed_learner_bound(q, held[0], stage_arith(impl))[1]
+            return composed_learner_bound(q, params_as_used(impl, params), stage_arith(impl))[1]
         except OutsideModel:
             reject()
-    if impl.name == "reference":
-        tr, ar = reference_trace(q4, held, A[None, None]), REFERENCE_ARITH
-    else:
-        if impl.device != "cpu":
-            raise BoundRefused(f"{impl.device} {impl.dtype}: the learner's premises are ATen's "
-                               "CPU LayerNorm, SiLU and GEMMs")  # fmt: skip
-        tr = trace_learner(impl.t(q4), impl.heads(params))
-        comp = "float64" if impl.dtype == "float64" else "float32"
-        ar = dataclasses.replace(kernel_arith(comp), hold=0.0)  # held parameters: exact here
-    subs, vals = substages(tr)
-    assert np.array_equal(from_rows(vals[-1], 1)[0, 0], A), "the trace is not the call"
+    tr, held, ar = traced
+    subs, _ = substages(tr)
     d: list[np.ndarray] = []
     for sub in subs:
         try:

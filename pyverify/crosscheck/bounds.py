@@ -20,7 +20,6 @@ __all__ = [
 
 
 PROVED_IDS = {
-    "D": ("fp_mixed_precision",),
     "A_LM": ("fp_mixed_precision", "fp_elementwise"),
     "A_P": ("fp_elementwise",),
     "G": ("fp_mixed_precision",),
@@ -33,15 +32,6 @@ MP_REL = gamma(2**20, 10.0**-MPMATH_DPS)
 U64 = UNIT_ROUNDOFF["float64"]
 
 
-def _learner_ids(stage: str) -> tuple[str, ...]:
-    """The theorems of a learner sub-stage: ``A0``, ``Ak``, ``A``; ``Uk.fj``; ``Uk.Z``."""
-    if stage.endswith(".Z"):
-        return ("fp_swiglu", "fp_mixed_precision", "fp_decoder_step")
-    if ".f" in stage:
-        return ("fp_swiglu", "fp_mixed_precision")
-    return ("fp_layernorm",)
-
-
 def per_slice(fn, *arrays):  # type: ignore[no-untyped-def]
     """``fn`` on every (batch, head) slice of the (B, H, ., .) arrays, stacked back."""
     B, H = arrays[0].shape[:2]
@@ -50,11 +40,14 @@ def per_slice(fn, *arrays):  # type: ignore[no-untyped-def]
     )
 
 
-def stage_bound(stage: str, fn) -> Proved:  # type: ignore[no-untyped-def]
-    """The stage's proved bound from ``fn()``, or the premise that failed (no bound)."""
+def stage_bound(stage: str, fn, ids: tuple[str, ...] | None = None) -> Proved:  # type: ignore[no-untyped-def]
+    """The stage's proved bound from ``fn()``, or the premise that failed (no bound).
+
+    ``ids``: its theorems (default :data:`PROVED_IDS` of ``stage``).
+    """
     from pyverify.fp.underflow import BoundRefused
 
-    ids = PROVED_IDS.get(stage) or _learner_ids(stage)
+    ids = PROVED_IDS[stage] if ids is None else ids
     try:
         return Proved(fn(), ids)
     except ValueError as exc:  # a theorem's premise does not hold for these inputs

@@ -26,23 +26,27 @@ from pyverify.fp.learner import (
     certify_layernorm,
     check_scale_shift,
     density_bound,
+    float_up,
     layernorm_bound,
+    reference_sigmoid_exp,
     statistics_ratio,
     swiglu_bound,
 )
+from pyverify.fp.underflow import BoundRefused
 from pyverify.kernels.learner_trace import LayerNormStep, LearnerTrace, SwiGLUStep
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import numpy_stages as ns
 
 __all__ = [
     "REFERENCE_ARITH",
+    "SUB_IDS",
     "LearnerArith",
     "Sub",
     "from_rows",
     "kernel_arith",
     "learner_bound",
     "reference_trace",
-    "statistics",
+    "refuse_off_cpu",
     "substages",
     "to_rows",
 ]
@@ -87,15 +91,12 @@ def kernel_arith(compute: str) -> LearnerArith:
     )
 
 
-#: The float64 reference: its sigmoid's exponential of accuracy ``u_lib / (1 - u_lib)``
-#: (both branches; :mod:`pyverify.testing.stage_bounds`), rounded up.
+#: The float64 reference: its sigmoid's exponential as ``fp_swiglu_sigmoid`` models it
+#: (:func:`~pyverify.fp.learner.reference_sigmoid_exp`), rounded up.
 REFERENCE_ARITH = LearnerArith(
-    "float64",
-    True,
-    False,
-    LIB_ACCURACY["float64"] / (1 - LIB_ACCURACY["float64"]) * (1 + 2.0**-50),
-    0.0,
-)
+    "float64", True, False,
+    float_up(reference_sigmoid_exp(Fraction(LIB_ACCURACY["float64"]))), 0.0,
+)  # fmt: skip
 
 
 def to_rows(X: np.ndarray) -> np.ndarray:
@@ -188,6 +189,25 @@ class Sub:
     params: tuple[int, int]
 
 
+#: The theorems of each kind of sub-stage.
+SUB_IDS: dict[str, tuple[str, ...]] = {
+    "D": ("fp_mixed_precision",),
+    "ln": ("fp_layernorm",),
+    "f": ("fp_swiglu", "fp_mixed_precision"),
+    "z": ("fp_swiglu", "fp_mixed_precision", "fp_decoder_step"),
+    "double": ("fp_decoder_step",),  # X + X: the residual sum with g = id, exact
+}
+
+
+def refuse_off_cpu(device: str, dtype: str) -> None:
+    """Raise :class:`~pyverify.fp.underflow.BoundRefused` for a learner off the CPU."""
+    if device != "cpu":
+        raise BoundRefused(
+            f"{device} {dtype}: the learner's premises (ATen's CPU LayerNorm, SiLU, GEMMs) "
+            "are the CPU kernels'"
+        )
+
+
 def substages(tr: LearnerTrace) -> tuple[list[Sub], list[np.ndarray]]:
     """The sub-stages of a trace and their values (row layout), in order.
 
@@ -239,29 +259,30 @@ def _ln_cert(st: LayerNormStep, h: int, hp, gamma, beta, ar: LearnerArith):  # t
     return g_h, b_h, certify_layernorm(x, mu, r_hat, c, hp.ln_eps)
 
 
-def statistics(tr: LearnerTrace, sub: Sub, heads: list, ar: LearnerArith) -> tuple[float, float]:
-    """A LayerNorm sub-stage's statistics over the two-pass routine's proved worst case.
+def _ratios(st: LayerNormStep, h: int, hp, cert, ar: LearnerArith) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """:func:`~pyverify.fp.learner.statistics_ratio` of one head's call.
 
-    :func:`~pyverify.fp.learner.statistics_ratio` over the heads (the larger of each),
-    the routine's reciprocal square root ``fl(1 / fl(sqrt(w)))``:
+    The routine's reciprocal square root ``fl(1 / fl(sqrt(w)))``:
     ``u_rs = (1 + u) / (1 - u) - 1``.
     """
-    st, rm, ru = tr.steps[sub.step], 0.0, 0.0
     u = Fraction(ar.u)
     u_rs = float((1 + u) / (1 - u) - 1) * (1 + 2.0**-50)
-    for h, hp in enumerate(heads):
-        g, b = _ln_params(sub, hp)
-        _, _, cert = _ln_cert(st, h, hp, g, b, ar)
-        m, r = statistics_ratio(st.x[h], cert, hp.ln_eps, u=ar.u, eta=ar.eta, u_rs=u_rs)
-        rm, ru = max(rm, m), max(ru, r)
-    return rm, ru
+    return statistics_ratio(st.x[h], cert, hp.ln_eps, u=ar.u, eta=ar.eta, u_rs=u_rs)
 
 
 def _sub_bound(
-    tr: LearnerTrace, sub: Sub, h: int, hp, d: list[np.ndarray], ar: LearnerArith
+    tr: LearnerTrace,
+    sub: Sub,
+    h: int,
+    hp,
+    d: list[np.ndarray],
+    ar: LearnerArith,
+    ratios: list | None,
 ) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Sub-stage ``sub`` of head ``h`` (rows), its inputs off by ``d`` (one per input).
 
+    A LayerNorm's statistics ratios are appended to ``ratios`` (when given), from the same
+    certificate as its bound.
     ``[fp_layernorm]``, ``[fp_swiglu]``; a unit without blocks: ``LayerNorm(X + X)``, the
     doubling exact (``2 d``); the residual sum: ``[fp_decoder_step]``'s
     ``fp_decoder_step_residual`` (``|X + Y| <= |Z^| (1 + 2 u) + dX + dY``), or the
@@ -271,6 +292,8 @@ def _sub_bound(
     if sub.kind == "ln":
         st = tr.steps[sub.step]
         g_h, b_h, cert = _ln_cert(st, h, hp, *_ln_params(sub, hp), ar)
+        if ratios is not None:
+            ratios.append(_ratios(st, h, hp, cert, ar))
         return layernorm_bound(
             st.x[h], d[0], g_h, b_h, hp.ln_eps, cert, u=u, eta=ar.eta, u_hold=ar.hold
         )
@@ -293,12 +316,15 @@ def _sub_bound(
 
 def learner_bound(
     tr: LearnerTrace, heads: list, ar: LearnerArith, q: np.ndarray, sub: Sub,
-    d_in: list[np.ndarray],
+    d_in: list[np.ndarray], ratios: list | None = None,
 ) -> np.ndarray:  # fmt: skip
     """Sub-stage ``sub``'s bound (``(B, H, dk, dk)``) on inputs off by ``d_in``.
 
     ``q``: the exact queries (B, H, S, dk); ``d_in``: one error per input of ``sub``, row
-    layout ``(H, dk * B, dk)`` (none for ``D``, whose input is ``q`` itself).
+    layout ``(H, dk * B, dk)`` (none for ``D``, whose input is ``q`` itself). ``ratios``:
+    for a LayerNorm, each head's ``(mean, rstd)`` statistics over the two-pass routine's
+    proved worst case (:func:`~pyverify.fp.learner.statistics_ratio`) is appended, from
+    the certificate the bound uses (certified once).
     """
     q = np.asarray(q, np.float64)
     B, H = q.shape[:2]
@@ -306,5 +332,5 @@ def learner_bound(
         return np.stack(
             [np.stack([density_bound(q[b, h], ar.u, ar.eta) for h in range(H)]) for b in range(B)]
         )
-    rows = [_sub_bound(tr, sub, h, heads[h], [d[h] for d in d_in], ar) for h in range(H)]
+    rows = [_sub_bound(tr, sub, h, heads[h], [d[h] for d in d_in], ar, ratios) for h in range(H)]
     return from_rows(np.stack(rows), B)

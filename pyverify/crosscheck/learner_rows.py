@@ -9,16 +9,16 @@ from pyverify.crosscheck.bounds import MP_REL, U64, stage_bound
 from pyverify.crosscheck.compare import Comparer, as_numpy
 from pyverify.crosscheck.learner_bound import (
     REFERENCE_ARITH,
+    SUB_IDS,
     from_rows,
     kernel_arith,
     learner_bound,
     reference_trace,
-    statistics,
+    refuse_off_cpu,
     substages,
     to_rows,
 )
 from pyverify.crosscheck.results import CrosscheckRow
-from pyverify.fp.underflow import BoundRefused
 from pyverify.tolerance import MPMATH_DPS, TOL_FLOAT64
 
 __all__ = ["learner_rows_mpmath", "learner_rows_random"]
@@ -32,8 +32,9 @@ def learner_rows_random(
     Each sub-stage's bound: the kernels' on their own input (off by the measured
     difference of the two inputs) plus the reference's on the exact input (its own). A
     LayerNorm row also fails where the kernels' certified statistics are less accurate
-    than the two-pass routine's proved worst case (:func:`statistics`): the bound takes
-    the statistics as certified, so it alone would not see digits lost there.
+    than the two-pass routine's proved worst case (``learner_bound``'s ``ratios``, from
+    the certificates its bound uses): the bound takes the statistics as certified, so it
+    alone would not see digits lost there.
     """
     from pyverify.kernels.learner_trace import trace_learner
 
@@ -50,27 +51,25 @@ def learner_rows_random(
     comp = "float64" if q.dtype == torch.float64 else "float32"
     ka = kernel_arith(comp)
 
-    def bound(k: int) -> np.ndarray:
-        if q.device.type != "cpu":
-            raise BoundRefused(
-                f"{q.device.type} {comp}: the learner's premises (ATen's CPU LayerNorm, SiLU, "
-                "GEMMs) are the CPU kernels'"
-            )
+    def bound(k: int, ratios: list) -> np.ndarray:
+        refuse_off_cpu(q.device.type, comp)
         d = [np.abs(got[i] - want[i]) for i in subs[k].inputs]
-        own = learner_bound(tr, heads, ka, qn, subs[k], d)
+        own = learner_bound(tr, heads, ka, qn, subs[k], d, ratios)
         zero = [0 * x for x in d]
         return own + learner_bound(rtr, heads, REFERENCE_ARITH, qn, rsubs[k], zero)
 
     rows = []
     for k, s in enumerate(subs):
+        ratios: list[tuple[float, float]] = []
+        proved = stage_bound(s.name, lambda k=k, r=ratios: bound(k, r), SUB_IDS[s.kind])
         ok, note = True, None
-        if s.kind == "ln" and q.device.type == "cpu":
-            rm, ru = statistics(tr, s, heads, ka)
+        if ratios:  # a LayerNorm certified on the CPU
+            rm, ru = (max(r[i] for r in ratios) for i in (0, 1))
             ok = rm <= 1 and ru <= 1
             note = f"statistics at {rm:.2g} (mean), {ru:.2g} (rstd) of the two-pass worst case"
         rows.append(cmp.stage(
             s.name, from_rows(got[k], B), from_rows(want[k], B), tol, extra_ok=ok, note=note,
-            proved=stage_bound(s.name, lambda k=k: bound(k)),
+            proved=proved,
         ))  # fmt: skip
     return rows
 
@@ -133,6 +132,6 @@ def learner_rows_mpmath(
 
     return [
         cmp.stage(s.name, from_rows(got[k], B), from_rows(want[k], B), TOL_FLOAT64,
-                  proved=stage_bound(s.name, lambda k=k: bound(k)))
+                  proved=stage_bound(s.name, lambda k=k: bound(k), SUB_IDS[s.kind]))
         for k, s in enumerate(subs)
     ]  # fmt: skip

@@ -52,7 +52,9 @@ __all__ = [
     "certify_layernorm",
     "check_scale_shift",
     "density_bound",
+    "float_up",
     "layernorm_bound",
+    "reference_sigmoid_exp",
     "statistics_ratio",
     "swiglu_bound",
 ]
@@ -68,10 +70,21 @@ HIDDEN_LIMIT = 60.0
 _U64 = UNIT_ROUNDOFF["float64"]
 
 
-def _up(q: Fraction) -> float:
+def float_up(q: Fraction) -> float:
     """The least float64 ``>= q``."""
     f = float(q)
     return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
+
+
+def reference_sigmoid_exp(u_lib: Fraction) -> Fraction:
+    """``[fp_swiglu]`` The float64 reference's sigmoid, as ``fp_swiglu_sigmoid`` models it.
+
+    ``where(z >= 0, 1 / (1 + e), e / (1 + e))``, ``e = exp(-|z|)``: for ``z < 0`` it is
+    ``fl(1 / D)`` with ``D = fl(1 + e) / e`` exact, ``1 + 1/e`` rounded once and ``1/e`` an
+    exponential of ``-z`` of accuracy ``u_lib / (1 - u_lib)``: that accuracy covers both
+    branches.
+    """
+    return u_lib / (1 - u_lib)
 
 
 def _down(q: Fraction) -> float:
@@ -162,11 +175,11 @@ def certify_layernorm(
         mu = Fraction(s1[i]) * _scale(e) / n
         var = Fraction(n * s2[i] - s1[i] * s1[i]) * _scale(2 * e) / (n * n)
         w = _sq_mean(c2[i], ec, n) + ep
-        dist.append(_up(abs(Fraction(float(mu_hat[i])) - mu)))
+        dist.append(float_up(abs(Fraction(float(mu_hat[i])) - mu)))
         urs.append(_certify_rel(Fraction(r_hat[i]) ** 2 * w))
         mean.append(float(mu))
         vlo.append(_down(var))
-        vc.append(_up(w - ep))
+        vc.append(float_up(w - ep))
     return LayerNormCertificate(*(np.array(a, np.float64) for a in (dist, urs, mean, vlo, vc)))
 
 
@@ -296,7 +309,7 @@ def layernorm_bound(
             raise ValueError("fp_layernorm: a row's variance is not resolved (W >= v + eps)")
         om = W / (wl - W)
         us = Fraction(float(cert.u_rs[i]))
-        R[i] = _up(us + om + us * om)
+        R[i] = float_up(us + om + us * om)
     r, Rr = r_hi[:, None], R[:, None] * r_hi[:, None]
     T = (D * r + c_up * Rr + D * Rr) * (1 + u) + u * c_up * r + eta
     S = T * g * (1 + u) + u * c_up * r * g + eta
@@ -314,10 +327,9 @@ def density_bound(q: np.ndarray, u: float, eta: float) -> np.ndarray:
 
 def _kappa1(u: float, u_exp: float) -> float:
     """``(1 + u)(1 + kappa) - 1`` of ``fp_swiglu_silu`` (``kappa``: ``fp_swiglu_sigmoid``'s)."""
-    fu, fe = Fraction(u), Fraction(u_exp)
-    delta = (1 + fu) * (1 + fe) - 1
-    kappa = (1 + fu) / (1 - delta) - 1
-    return _up((1 + fu) * (1 + kappa) - 1)
+    fu = Fraction(u)
+    kappa = stages.fp_swiglu_kappa(fu, Fraction(u_exp), Fraction(0))
+    return float_up((1 + fu) * (1 + kappa) - 1)
 
 
 def swiglu_bound(

@@ -11,13 +11,25 @@ composes a decoder pass, under the premises of :func:`~pyverify.testing.stage_bo
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
+from pyverify.crosscheck.learner_bound import (
+    REFERENCE_ARITH,
+    LearnerArith,
+    from_rows,
+    kernel_arith,
+    reference_trace,
+    refuse_off_cpu,
+    substages,
+)
 from pyverify.fp import stages
 from pyverify.fp.formulas import EVAL_SLACK, fp_mixed_precision
+from pyverify.kernels.learner_trace import LearnerTrace, trace_learner
 from pyverify.reference import mp_stages as mps
+from pyverify.testing.impls import params_as_used
 from pyverify.testing.stage_bounds import (
     StageArith,
     affine_mp,
@@ -28,7 +40,7 @@ from pyverify.testing.stage_bounds import (
     swiglu_bound,
 )
 
-__all__ = ["composed_learner_bound"]
+__all__ = ["composed_learner_bound", "traced_learner"]
 
 
 def _fracs(X: Any) -> list:
@@ -76,3 +88,33 @@ def composed_learner_bound(q: np.ndarray, params: Any, sa: StageArith) -> tuple[
         d = layernorm_bound(_fracs(Z), dZ, unit.ln_gamma, unit.ln_beta, eps, sa, ctx)
         X = mps.layer_norm_rows(Z, unit.ln_gamma, unit.ln_beta, eps, ctx)
     return X, np.asarray(d, np.float64)
+
+
+def traced_learner(
+    impl: Any, q: np.ndarray, heads: list, A: np.ndarray
+) -> tuple[LearnerTrace, list, LearnerArith] | None:
+    """A shipped implementation's learner on ``q`` (B, H, S, dk), traced op for op.
+
+    Returns the trace, the heads' parameters as the implementation holds them and the
+    arithmetic of the sub-stage bounds with those parameters as the exact ones
+    (``hold = 0``); None for an implementation that cannot be traced (one under
+    ``pyverify check``).
+
+    Raises
+    ------
+    BoundRefused
+        For the kernels off the CPU.
+    ValueError
+        If the trace does not give ``A`` (B, H, dk, dk) bit for bit.
+    """
+    held = [params_as_used(impl, hp) for hp in heads]
+    if impl.name == "reference":
+        return reference_trace(q, held, A), held, REFERENCE_ARITH
+    if impl.name != "kernels":
+        return None
+    refuse_off_cpu(impl.device, impl.dtype)
+    tr = trace_learner(impl.t(q), impl.heads(heads))
+    if not np.array_equal(from_rows(substages(tr)[1][-1], q.shape[0]), A):
+        raise ValueError("the traced learner does not give the call's A bit for bit")
+    comp = "float64" if impl.dtype == "float64" else "float32"
+    return tr, held, dataclasses.replace(kernel_arith(comp), hold=0.0)

@@ -64,7 +64,7 @@ import torch
 from pyverify.fp import stages
 from pyverify.fp.attention import attention_bound
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_mixed_precision
-from pyverify.fp.learner import HIDDEN_LIMIT, SILU_LIP
+from pyverify.fp.learner import HIDDEN_LIMIT, SILU_LIP, float_up, reference_sigmoid_exp
 from pyverify.fp.models import LIB_ACCURACY, Arithmetic
 from pyverify.fp.underflow import NotModelled
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
@@ -141,7 +141,7 @@ def stage_arith(impl: Any) -> StageArith:
     eta = Fraction(UNDERFLOW[ar.compute])
     u_lib = Fraction(LIB_ACCURACY[ar.compute])
     if ar.impl == "reference":
-        return StageArith(ar, u, eta, u / (1 - u), u_lib / (1 - u_lib), Fraction(0),
+        return StageArith(ar, u, eta, u / (1 - u), reference_sigmoid_exp(u_lib), Fraction(0),
                           Fraction(0), "reference")  # fmt: skip
     if ar.device != "cpu":
         raise NotModelled(
@@ -169,12 +169,6 @@ def mpf_fraction(x: Any) -> Fraction:
         return Fraction(x)
     man, exp = x.man_exp
     return Fraction(int(man)) * (Fraction(2) ** int(exp))
-
-
-def _up(q: Fraction) -> float:
-    """The least float64 ``>= q``."""
-    f = float(q)
-    return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
 
 
 def f64(m: Sequence[Sequence[Any]]) -> np.ndarray:
@@ -236,7 +230,7 @@ def layernorm_bound(
                                     delta_mu=dmu, e_v=e_v, eta_v=eta_v)  # fmt: skip
         except ValueError as exc:
             raise OutsideModel(str(exc)) from None
-        bf = np.array([_up(t) for t in b])
+        bf = np.array([float_up(t) for t in b])
         if sa.u_out:
             y = np.array(
                 [abs(float(gi * (xi - mu) * r + bi)) for gi, xi, bi in zip(g, row, bt, strict=True)]
