@@ -63,6 +63,10 @@ def test_id_carrying_formulas_and_trivial_literals_pass():
     assert (
         scan_source('def f():\n    """[fp_softmax]"""\n    return 0.5\n', "m.py", whole=True) == []
     )
+    # a non-vacuity threshold is tagged as such; untagged, the same constant is a finding
+    tagged = "#: [non-vacuity] a mutant's error exceeds its bound 10 times\nMUTANT_FACTOR = 10.0\n"
+    assert scan_source(tagged, "m.py") == []
+    assert scan_source("MUTANT_FACTOR = 10.0\n", "m.py") != []
     # an unknown ID in brackets is no ID
     assert scan_source('def tol():\n    """[made_up]"""\n    return 0.5\n', "m.py") != []
 

@@ -17,6 +17,11 @@ that sits in *tolerance code* outside an *ID-carrying formula*:
   does; every literal inside it is part of that theorem's statement or of its
   instantiation, and the docstring says which.
 
+A module constant whose ``#:`` comment carries the tag ``[non-vacuity]`` is no tolerance
+either: it is a threshold a measurement must *exceed* for a test to say something (a
+mutant's error so many times its bound, a bound within so much of what it bounds), so it
+can only make a test stricter; the comment says what it demands.
+
 The literals ``0`` and ``1`` (and ``0.0``, ``1.0``, ``-1``) are not constants of a
 tolerance (``excess <= 1``: "within the bound"). Everything else is a finding:
 ``path:line: literal in <context>``.
@@ -34,6 +39,7 @@ from pyverify.theorems import THEOREM_IDS
 
 __all__ = [
     "BOUND_MODULES",
+    "NON_VACUITY",
     "NOT_SCANNED",
     "RESIDUE",
     "SCANNED",
@@ -113,6 +119,8 @@ _KWARGS = frozenset({"rtol", "atol", "tol", "tolerance", "rel", "abs", "floor", 
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _TRIVIAL = (0, 1)
 _ID = re.compile(r"\[(" + "|".join(re.escape(i) for i in THEOREM_IDS) + r")\]")
+#: The tag of a module constant that is a non-vacuity threshold, not a tolerance.
+NON_VACUITY = "[non-vacuity]"
 
 
 @dataclass(frozen=True)
@@ -134,7 +142,8 @@ def _carries_id(node: ast.AST) -> bool:
 
 
 def _constant_ids(lines: list[str], tree: ast.Module) -> set[int]:
-    """Line spans of module constants whose ``#:`` or trailing comment names an ID."""
+    """Line spans of module constants whose ``#:`` or trailing comment names an ID or is
+    tagged :data:`NON_VACUITY`."""
     spans: set[int] = set()
     for node in tree.body:
         if not isinstance(node, ast.Assign | ast.AnnAssign):
@@ -145,7 +154,7 @@ def _constant_ids(lines: list[str], tree: ast.Module) -> set[int]:
         while i >= 0 and lines[i].lstrip().startswith("#:"):
             text.append(lines[i])
             i -= 1
-        if any(_ID.search(t) for t in text):
+        if any(_ID.search(t) or NON_VACUITY in t for t in text):
             spans.update(range(first, last + 1))
     return spans
 
