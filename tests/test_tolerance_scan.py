@@ -30,6 +30,9 @@ def my_bound(u):
     return 8 * u
 def test_output_within_bound(x):
     x = np.zeros(3.0)  # data in a test named "bound" is not tolerance code
+    slack = 4
+    tol = x
+    tol *= 2
 """
 
 GOOD = '''
@@ -48,7 +51,10 @@ def check(excess, err, n):
 def test_the_scanner_finds_each_construct():
     found = scan_source(BAD, "bad.py")
     got = sorted((f.line, f.literal) for f in found)
-    assert got == [(2, "2e-06"), (5, "1e-05"), (6, "4"), (7, "1e-09"), (8, "3.5e-07"), (11, "8")]
+    assert got == [
+        (2, "2e-06"), (5, "1e-05"), (6, "4"), (7, "1e-09"), (8, "3.5e-07"), (11, "8"),
+        (14, "4"), (16, "2"),
+    ]  # fmt: skip
     assert {f.context for f in found} >= {
         "assignment to TOL", "comparison in assert", "keyword atol=", "comparison in if",
         "function my_bound",
