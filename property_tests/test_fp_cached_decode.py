@@ -10,7 +10,7 @@ Through the protocol's ``decoder(ref)``: ``decode(prompt, rest)`` (a prompt pass
 KV+G-cached step per token of ``rest``) against ``forward(prompt + rest)``, on the rows of
 ``rest``, in each implementation (the reference in float64, the kernels in float32, SDPA
 pinned to the fused kernel). ``B_c`` and ``B_u`` are the composed ``fp_decoder_step``
-bounds of :func:`pyverify.testing.stage_bounds.decoder_bound` (the decoders of
+bounds of :func:`pyverify.testing.decoder_bounds.decoder_bound` (the decoders of
 ``test_fp_decoder_step``: one layer, zero keys, parameters held exactly): a decoded row
 goes through the same stage kernels on the same exact trajectory as the pass's row, and
 its attention (one query against the cache) has the bound of the pass's row over the same
@@ -18,11 +18,10 @@ keys (``fp_head_output`` row by row), so ``B_c = B_u``. Checked: both hypotheses
 statement (each computation within its bound of the mpmath oracle at 50 digits) and its
 conclusion ``|Y_c - Y_u| <= B_c + B_u``, the last exactly (Fractions).
 
-What is not covered: with zero keys the metric (and so the difference between the
-prompt's G-cache and the pass's recomputed G, which ``runWith`` supplies and ``run``
-would not) does not reach the logits; nonzero scores are outside the composed bound (see
-``test_fp_decoder_step``). ``incremental_decoding``'s own test checks the exact equality
-with nonzero keys, within a derived tolerance.
+With keys and a supplied metric (:func:`pyverify.testing.decoder_bounds.pass_bound`: the
+score path composed, the implementation's RoPE table certified) the same, on the decoders
+of ``test_fp_decoder_step``'s keyed test. ``incremental_decoding``'s and
+``cache_equivalence``'s tests use these bounds as their tolerance.
 """
 
 from __future__ import annotations
@@ -35,26 +34,25 @@ from hypothesis import strategies as st
 
 from pyverify.errors import PowerLawOverflowError
 from pyverify.fp.stages import fp_cached_decode
+from pyverify.testing.decoder_bounds import zero_key_decoder
 from pyverify.testing.decoder_tightness import decoder_pass
 from pyverify.testing.fp import mp_excess, worst_excess
 from pyverify.testing.impls import REFERENCE, impl_ids, kernels
-from pyverify.testing.stage_bounds import (
-    OutsideModel,
-    zero_key_decoder,
-)
-from pyverify.testing.strategies import examples, small_decoder, tokens
+from pyverify.testing.stage_bounds import OutsideModel
+from pyverify.testing.strategies import decoder_g, examples, small_decoder, tokens
 
 pytestmark = pytest.mark.theorem("fp_cached_decode")
 
 IMPLS = [REFERENCE, *kernels("float32")]
+KEYED = [REFERENCE, *kernels("float64", "float32")]
 
 
-def _excesses(impl, ref, toks, n: int) -> tuple[float, float, float]:
+def _excesses(impl, ref, toks, n: int, G=None) -> tuple[float, float, float]:
     """``(cached vs exact / B_c, uncached vs exact / B_u, cached vs uncached / (B_c + B_u))``."""
     try:
-        exact, bound, full, cached = decoder_pass(impl, ref, toks, prompt=n)
+        exact, bound, full, cached = decoder_pass(impl, ref, toks, prompt=n, G=G)
     except (OutsideModel, PowerLawOverflowError):
-        assume(False)  # a LayerNorm the theorem cannot resolve, or the unused learner overflowed
+        assume(False)  # a stage's premise fails, or the unused learner overflowed
     uncached = full[n:]
     B_c = B_u = bound[n:]  # the same stages on the same exact rows (module docstring)
     rows = exact[n:]
@@ -75,3 +73,19 @@ def test_cached_decode_within_the_sum_of_the_bounds(impl, data):
     assert hc <= 1.0  # the cached decode within B_c of the exact rows
     assert hu <= 1.0  # the uncached pass within B_u
     assert diff <= 1.0  # the statement
+
+
+@pytest.mark.parametrize("impl", KEYED, ids=impl_ids)
+@examples(15)
+@given(st.data())
+def test_keyed_cached_decode_within_the_sum_of_the_bounds(impl, data):
+    """Keys and a supplied metric ``G`` (``runWith``): the bounds of
+    :func:`~pyverify.testing.decoder_bounds.pass_bound`, one layer at float32, one or two
+    in float64 (``test_fp_decoder_step`` says why)."""
+    layers = 1 if impl.dtype == "float32" else data.draw(st.integers(1, 2), label="layers")
+    ref = data.draw(small_decoder(num_layers=layers), label="decoder")
+    G = data.draw(decoder_g(ref), label="G")
+    toks = data.draw(tokens(min_size=2, max_size=6), label="tokens")
+    n = data.draw(st.integers(1, len(toks) - 1), label="prompt")
+    hc, hu, diff = _excesses(impl, ref, toks, n, G)
+    assert hc <= 1.0 and hu <= 1.0 and diff <= 1.0

@@ -62,6 +62,7 @@ __all__ = [
     "KV_BLOCK",
     "attention_bound",
     "exp_key",
+    "head_output_bound",
     "pinned",
     "sdpa_backend",
     "softmax_bound",
@@ -262,12 +263,26 @@ def attention_bound(
     x = (q @ Gm) @ k.T / math.sqrt(dk)
     dx = scores_bound(REFERENCE_ARITHMETIC, q, k, Gm, dG, "reference")
     allowed = _rows((q.shape[0], k.shape[0]), causal)
+    return head_output_bound(ar, backend, x, dx, delta, np.abs(v), allowed, mass=mass, v=v)
+
+
+def head_output_bound(
+    ar: Arithmetic, backend: str, x, dx, delta, va, allowed, *, mass=None, v=None
+) -> np.ndarray:
+    """``[fp_head_output]`` Entrywise bound of a computed head output, from its scores.
+
+    ``x``: float64 scores within ``dx`` of the exact ones; ``delta``: a bound of the
+    computed scores' distance to the exact ones; ``va``: a bound of the values' magnitudes
+    as the kernel holds them (the output is bounded against the exact weights times those
+    values); ``allowed``: the mask. The fused kernel's rows whose premises fail take
+    ``fp_head_output_hull`` when the held values ``v`` are given (else they raise).
+    """
     key = exp_key(ar, backend)
     # the fused kernel has a bound without premises on the scores: rows whose premises
     # fail take it, and every row the smaller of the two (both proved)
-    hull = backend == "flash" and ar.impl != "reference"
+    hull = backend == "flash" and ar.impl != "reference" and v is not None
     n_row, sigma, ce, eta_e, ok = _row_params(ar, key, x, delta, dx, allowed, partial=hull)
-    va = np.abs(v)
+    va = np.asarray(va, np.float64)
     if mass is None:
         mass = _mass(x, dx, allowed, va)
     vsum = allowed.astype(np.float64) @ va

@@ -54,6 +54,7 @@ __all__ = [
     "metric_tensor_bound",
     "power_stage_bound",
     "scores_bound",
+    "scores_bound_perturbed",
 ]
 
 
@@ -269,6 +270,35 @@ def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
         e1, h1, e2 = 0.0, 0.0, g
     return EVAL_SLACK * fp_head_scores(
         P, tau, e1, e2, u_tau, u_s, h1k=h1 * krow, h2=h2, q_dg_k=q_dg_k, eta_s=eta_s
+    )
+
+
+def scores_bound_perturbed(ar: Arithmetic, q, k, G, dq, dk_, path: str) -> np.ndarray:
+    """``[fp_head_scores]`` The computed scores from computed queries and keys.
+
+    ``q``, ``k``: the exact queries and keys (float64); the implementation's are within
+    ``dq``, ``dk_`` of them; ``G`` as held (exact). Paths ``reference`` and ``sdpa`` at a
+    format that is not reduced (``X = fl(Q^ G)`` at ``u_c``, the product with ``K^``, the
+    scale as in :func:`scores_bound`). The statement's hypotheses with the inputs' errors:
+    ``X`` within ``gamma_dk |Q||G| + h1``, ``h1 = h + (1 + gamma_dk) dQ |G|`` (``fp_matmul``
+    on ``Q^``, ``|Q^| <= |Q| + dQ``); the product within ``gamma_dk |X||K|^T + h2``,
+    ``h2 = h + (1 + gamma_dk) X_up dK^T`` with ``X_up = (1 + gamma_dk)|Q||G| + h1 >= |X|``
+    (``|K^| <= |K| + dK``); ``h`` the products' underflow, as in :func:`scores_bound`.
+    """
+    ar.require_gradual()
+    if path not in ("reference", "sdpa") or ar.reduced:
+        raise ValueError(f"no perturbed scores bound for path {path!r} at {ar.dtype}")
+    qa, ka, Ga = (np.abs(np.asarray(t, np.float64)) for t in (q, k, G))
+    dq, dk_ = np.asarray(dq, np.float64), np.asarray(dk_, np.float64)
+    n = qa.shape[-1]
+    g = _gm(n, ar.u_c)
+    h = (1 + _gm(n - 1, ar.u_c)) * n * ar.eta_c
+    QG = qa @ Ga
+    h1 = h + (1 + g) * (dq @ Ga)
+    h2 = h + (1 + g) * (((1 + g) * QG + h1) @ dk_.T)
+    u_tau, u_s, eta_s = _scale(ar, path)
+    return EVAL_SLACK * fp_head_scores(
+        QG @ ka.T, n**-0.5, g, g, u_tau, u_s, h1k=h1 @ ka.T, h2=h2, eta_s=eta_s
     )
 
 

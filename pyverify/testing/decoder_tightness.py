@@ -3,9 +3,9 @@
 Issue 35 asks for proved / measured of a whole decoder step beside the stages'. This
 measures it on the decoders ``property_tests/test_fp_decoder_step.py`` holds to
 ``fp_decoder_step`` (what they cover and what not is said there): fixed, seeded small
-one-layer decoders with zero keys (:func:`~pyverify.testing.stage_bounds.zero_key_decoder`),
+one-layer decoders with zero keys (:func:`~pyverify.testing.decoder_bounds.zero_key_decoder`),
 a pass of 1-5 tokens through the kernels in float32 against mpmath, the bound composed by
-:func:`~pyverify.testing.stage_bounds.decoder_bound`. Per case the tightness is the bound
+:func:`~pyverify.testing.decoder_bounds.decoder_bound`. Per case the tightness is the bound
 over the error at the logit where the bound comes closest (``1 / mp_excess``), as the
 cross-check's per stage. Seeded, so the cases are the same on every machine; the figures
 are measured ones (``measurements.json``).
@@ -20,9 +20,10 @@ import numpy as np
 
 from pyverify.errors import PowerLawOverflowError
 from pyverify.reference import Decoder, DecoderParams
+from pyverify.testing.decoder_bounds import decoder_bound, pass_bound, zero_key_decoder
 from pyverify.testing.fp import mp_excess, pinned_sdpa
 from pyverify.testing.impls import kernels
-from pyverify.testing.stage_bounds import OutsideModel, decoder_bound, stage_arith, zero_key_decoder
+from pyverify.testing.stage_bounds import OutsideModel, stage_arith
 
 __all__ = ["CASES", "decoder_pass", "decoder_step_tightness"]
 
@@ -41,23 +42,31 @@ def _case(i: int) -> tuple[Decoder, np.ndarray]:
 
 
 def decoder_pass(
-    impl: Any, ref: Decoder, toks: Any, prompt: int | None = None
+    impl: Any, ref: Decoder, toks: Any, prompt: int | None = None, G: Any = None
 ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray | None]:
     """``(exact logits, their composed bound, impl's pass, impl's cached decode)``.
 
     The pass runs ``impl.decoder(ref).forward`` with SDPA pinned to the backend the
     attention bound models; with ``prompt`` also ``decode(toks[:prompt], toks[prompt:])``
-    (else None). Raises :class:`~pyverify.testing.stage_bounds.OutsideModel` (a LayerNorm
-    the theorem cannot resolve) or :class:`~pyverify.errors.PowerLawOverflowError` (the
-    unused metric learner overflowed): cases the bound does not cover.
+    (else None). Without ``G`` the decoder has zero keys (bound:
+    :func:`~pyverify.testing.decoder_bounds.decoder_bound`); with ``G`` (per layer
+    ``(H, dk, dk)``) both run with it supplied (bound:
+    :func:`~pyverify.testing.decoder_bounds.pass_bound`). Raises
+    :class:`~pyverify.testing.stage_bounds.OutsideModel` (a premise of a stage's theorem
+    fails) or :class:`~pyverify.errors.PowerLawOverflowError` (the unused metric learner
+    overflowed): cases the bound does not cover.
     """
     sa = stage_arith(impl)
-    exact, bound = decoder_bound(ref.params, toks, sa)
+    if G is None:
+        exact, bound = decoder_bound(ref.params, toks, sa)
+    else:
+        exact, bound = pass_bound(impl, ref, toks, G)
+    kw = {} if G is None else {"G": G}
     dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
     with pinned_sdpa(impl, sa.path, dk, dk):
         model = impl.decoder(ref)
-        got = model.forward(toks)
-        cached = None if prompt is None else model.decode(toks[:prompt], toks[prompt:])
+        got = model.forward(toks, **kw)
+        cached = None if prompt is None else model.decode(toks[:prompt], toks[prompt:], **kw)
     return exact, bound, got, cached
 
 

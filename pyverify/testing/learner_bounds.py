@@ -4,8 +4,9 @@ The shipped implementations' learners are traced and bounded sub-stage by sub-st
 their LayerNorm statistics certified (:mod:`pyverify.crosscheck.learner_bound`). An
 implementation under ``pyverify check`` shows only its ``A``: its bound is the chain of
 the stage statements along the exact trajectory (mpmath at
-:data:`~pyverify.testing.fp.MP_DPS` digits), as :func:`~pyverify.testing.stage_bounds.decoder_bound`
-composes a decoder pass, under the premises of :func:`~pyverify.testing.stage_bounds.stage_arith`
+:data:`~pyverify.testing.fp.MP_DPS` digits), as
+:func:`~pyverify.testing.decoder_bounds.decoder_bound` composes a decoder pass, under the
+premises of :func:`~pyverify.testing.stage_bounds.stage_arith`
 (its LayerNorm's statistics held to the two-pass routine's: an assumption about it).
 """
 

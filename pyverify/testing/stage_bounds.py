@@ -2,10 +2,11 @@
 
 Each shipped implementation's arithmetic as the parameters of the Lean statements of
 ``lean/Pldr/Float/LayerNorm.lean``, ``Stages.lean`` and ``Decoder.lean``
-(:class:`StageArith`), the running bounds of one LayerNorm, one SwiGLU block and one
-affine kernel evaluated on the actual operands, and the composed bound of a decoder pass
-(:func:`decoder_bound`) with its exact value (mpmath at :data:`~pyverify.testing.fp.MP_DPS`
-digits, the spec of ``docs/plga-spec.md`` written out: :mod:`pyverify.reference.mp_stages`).
+(:class:`StageArith`) and the running bounds of one LayerNorm, one SwiGLU block and one
+affine kernel evaluated on the actual operands; their exact values in mpmath at
+:data:`~pyverify.testing.fp.MP_DPS` digits (the spec of ``docs/plga-spec.md`` written out:
+:mod:`pyverify.reference.mp_stages`). The composed bound of a decoder pass:
+:mod:`pyverify.testing.decoder_bounds`.
 
 Evaluation. The formulas with coefficients ``(1 + a)(1 + b) - 1`` (``fp_layernorm`` and its
 statistics, ``fp_swiglu_kappa``, ``fp_swiglu_silu``) are evaluated in Fractions: in float64
@@ -50,27 +51,21 @@ the LayerNorm test checks on every float32 example (bfloat16 returns them rounde
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import mpmath
 import numpy as np
-import torch
 
 from pyverify.fp import stages
-from pyverify.fp.attention import attention_bound
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_mixed_precision
 from pyverify.fp.learner import HIDDEN_LIMIT, SILU_LIP, float_up, reference_sigmoid_exp
 from pyverify.fp.models import LIB_ACCURACY, Arithmetic
 from pyverify.fp.underflow import NotModelled
-from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
-from pyverify.reference import Decoder
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import mp_stages as mps
-from pyverify.reference.params import SWIGLU_FIELDS
 from pyverify.testing.fp import MP_DPS, arith
 
 __all__ = [
@@ -79,14 +74,12 @@ __all__ = [
     "StageArith",
     "affine_local",
     "affine_mp",
-    "decoder_bound",
     "f64",
     "layernorm_bound",
     "mp_context",
     "mpf_fraction",
     "stage_arith",
     "swiglu_bound",
-    "zero_key_decoder",
 ]
 
 
@@ -164,11 +157,12 @@ def mp_context() -> Any:
 
 
 def mpf_fraction(x: Any) -> Fraction:
-    """An ``mpf`` (or float) as the Fraction it is, exactly."""
+    """An ``mpf`` (or float) as the Fraction it is, exactly (``man_exp`` is unsigned)."""
     if isinstance(x, float | int):
         return Fraction(x)
     man, exp = x.man_exp
-    return Fraction(int(man)) * (Fraction(2) ** int(exp))
+    value = Fraction(int(man)) * (Fraction(2) ** int(exp))
+    return -value if x < 0 else value
 
 
 def f64(m: Sequence[Sequence[Any]]) -> np.ndarray:
@@ -194,7 +188,7 @@ def affine_local(abs_x: np.ndarray, W: np.ndarray, b: np.ndarray, sa: StageArith
 
 def layernorm_bound(
     x: Sequence[Sequence[Fraction]], d: np.ndarray, gamma, beta, eps: float, sa: StageArith,
-    ctx: Any, *, with_parts: bool = False,
+    ctx: Any, *, with_parts: bool = False, eta_eps: Fraction = Fraction(0),
 ) -> Any:  # fmt: skip
     """``[fp_layernorm]`` The entrywise bound of every row (float64, rounded up).
 
@@ -203,7 +197,9 @@ def layernorm_bound(
     ``eta_d = eta``) and ``fp_layernorm_variance`` (``eta_m = eta_d = eta``); the exact
     ``r = 1/sqrt(v + eps)`` from mpmath, rounded up (the bound increases with ``r``: each
     ``u |c_i| r |gamma_i|`` term outgrows the change of ``u |y_i|``). At bfloat16 the
-    float32 row's rounding: ``[fp_elementwise]`` with ``L = 1``. ``with_parts``: also
+    float32 row's rounding: ``[fp_elementwise]`` with ``L = 1``. ``eta_eps``: the distance
+    of the ``eps`` the kernel adds to ``eps`` (``fl(v^ + eps^) = fl((v^ + eps^ - eps) + eps)``:
+    the variance routine's absolute error ``eta_v`` grows by it). ``with_parts``: also
     ``(Delta mu, R)`` per row (``|r^ - r| <= R r``, the statistics half of the proof).
 
     Raises
@@ -225,6 +221,7 @@ def layernorm_bound(
         r = mpf_fraction(r_mp * (1 + ctx.mpf(10) ** (10 - MP_DPS)))
         dmu = stages.fp_layernorm_mean(sum(map(abs, row), Fraction(0)), sum(dr), n, u, u, eta)
         e_v, eta_v = stages.fp_layernorm_variance(n, u, u, eta, eta)
+        eta_v += eta_eps
         try:
             b = stages.fp_layernorm(row, dr, g, bt, ep, r, u=u, eta=eta, u_rs=sa.u_rs,
                                     delta_mu=dmu, e_v=e_v, eta_v=eta_v)  # fmt: skip
@@ -279,196 +276,9 @@ def swiglu_bound(h1, h2, s1, abs_x, d, block, sa: StageArith, *, abs_p=None) -> 
     return EVAL_SLACK * np.asarray(out, np.float64)
 
 
-# --------------------------------------------------------------------------- the decoder
 def affine_mp(X, W, b, ctx) -> list[list[Any]]:
     """The exact ``X W + b`` (rows of mpf; ``W``, ``b`` float64, converted exactly)."""
     Wm = mps.to_mat(np.asarray(W, np.float64), "W", ctx=ctx)
     cols = [list(c) for c in zip(*Wm, strict=True)]
     bv = [ctx.mpf(float(t)) for t in np.asarray(b, np.float64)]
     return [[ctx.fdot(row, c) + bj for c, bj in zip(cols, bv, strict=True)] for row in X]
-
-
-def _add(X, Y) -> list[list[Any]]:
-    return [[a + b for a, b in zip(r, s, strict=True)] for r, s in zip(X, Y, strict=True)]
-
-
-def _causal_mean(V, ctx) -> list[list[Any]]:
-    """Row ``i``: the mean of rows ``0..i`` (uniform causal attention)."""
-    out, acc = [], [ctx.zero] * len(V[0])
-    for i, row in enumerate(V):
-        acc = [a + b for a, b in zip(acc, row, strict=True)]
-        out.append([a / (i + 1) for a in acc])
-    return out
-
-
-def _fracs(X) -> list[list[Fraction]]:
-    return [[mpf_fraction(t) for t in row] for row in X]
-
-
-def _ln_stage(gamma, beta, eps, sa, ctx):
-    def f(X):
-        return mps.layer_norm_rows(X, gamma, beta, eps, ctx)
-
-    def beta_(X, d):
-        return layernorm_bound(_fracs(X), d, gamma, beta, eps, sa, ctx)
-
-    return f, beta_
-
-
-def _attention_residual_stage(mha, sa, ctx):
-    """``x + (causal mean of x W_v + b_v) W_o + b_o``: the attention sublayer with zero keys.
-
-    Every score is ``q G 0 = 0`` exactly, so the exact weights are ``1 / (i + 1)`` and the
-    head is the causal mean of its values: ``[fp_head_output]`` (:func:`attention_bound`
-    on the computed values, ``|v^| <= |v| + dv``) plus the propagated ``P dv``
-    (``fp_decoder_step_affine`` with the weights as the map), between the two projections'
-    ``fp_decoder_step_affine``; then ``fp_decoder_step_residual``.
-    """
-    H = len(mha.heads)
-    dk = mha.Wv.shape[1] // H
-
-    def g(X):
-        return affine_mp(_causal_mean(affine_mp(X, mha.Wv, mha.bv, ctx), ctx), mha.Wo, mha.bo,
-                          ctx)  # fmt: skip
-
-    def f(X):
-        return _add(X, g(X))
-
-    def beta_(X, d):
-        ax = np.abs(f64(X))
-        V = affine_mp(X, mha.Wv, mha.bv, ctx)
-        dV = EVAL_SLACK * stages.fp_decoder_step_affine(affine_local(ax + d, mha.Wv, mha.bv, sa),
-                                                        d, mha.Wv)  # fmt: skip
-        S = len(X)
-        P = np.tril(np.ones((S, S))) / np.arange(1, S + 1)[:, None]
-        vmag = np.abs(f64(V)) + dV
-        mass = EVAL_SLACK * (P @ vmag)
-        z = np.zeros((S, dk))
-        parts = []
-        for h in range(H):
-            cols = slice(h * dk, (h + 1) * dk)
-            parts.append(attention_bound(sa.ar, z, z, vmag[:, cols], causal=True, path=sa.path,
-                                         mass=mass[:, cols]))  # fmt: skip
-        B_att = np.concatenate(parts, axis=1)
-        dA = EVAL_SLACK * stages.fp_decoder_step_affine(B_att.T, dV.T, P.T).T
-        aA = np.abs(f64(_causal_mean(V, ctx)))
-        dH = EVAL_SLACK * stages.fp_decoder_step_affine(affine_local(aA + dA, mha.Wo, mha.bo, sa),
-                                                        dA, mha.Wo)  # fmt: skip
-        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dH, np.abs(f64(f(X))), float(sa.u))
-
-    return f, beta_
-
-
-def _ffn_residual_stage(ffn, sa, ctx):
-    """``x + SwiGLU(x)``: ``[fp_swiglu]`` then ``fp_decoder_step_residual``."""
-
-    def f(X):
-        return _add(X, mps.swiglu(X, ffn, ctx))
-
-    def beta_(X, d):
-        H1 = affine_mp(X, ffn.W1, ffn.b1, ctx)
-        H2 = affine_mp(X, ffn.W2, ffn.b2, ctx)
-        S1 = [[mps.silu(t, ctx) for t in row] for row in H1]
-        dF = swiglu_bound(f64(H1), f64(H2), f64(S1), np.abs(f64(X)), d, ffn, sa)
-        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dF, np.abs(f64(f(X))), float(sa.u))
-
-    return f, beta_
-
-
-def _logits_stage(W, b, sa, ctx):
-    def f(X):
-        return affine_mp(X, W, b, ctx)
-
-    def beta_(X, d):
-        local = affine_local(np.abs(f64(X)) + d, W, b, sa)
-        return EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
-
-    return f, beta_
-
-
-def decoder_bound(params: Any, tokens: Sequence[int], sa: StageArith) -> tuple[list, np.ndarray]:
-    """``[fp_decoder_step]`` The exact logits of a decoder pass and their composed bound.
-
-    The decoder's keys must be zero (``W_k = 0``, ``b_k = 0`` in every layer: the scores
-    are exactly 0, attention is the causal mean of the values), ``d_model`` a perfect
-    square (the embedding's scaling by ``sqrt(d_model)`` exact) and every parameter held
-    exactly by the implementation. The chain (``FpStage.decoderStep``): the embedding's
-    LayerNorm, per layer the attention residual, LayerNorm, feed-forward residual,
-    LayerNorm, then the logits; :func:`pyverify.fp.stages.fp_decoder_step` composes the
-    stages' bounds along the exact trajectory (mpmath). Rows are token positions; every
-    stage but attention acts row by row.
-
-    Returns
-    -------
-    exact : list of list of mpf
-        The exact logits ``(S, vocab)``.
-    bound : numpy.ndarray
-        Their entrywise bound.
-    """
-    ctx = mp_context()
-    dm = params.d_model
-    root = math.isqrt(dm)
-    if root * root != dm:
-        raise ValueError("d_model must be a perfect square (sqrt(d_model) exact)")
-    for layer in params.layers:
-        if np.any(layer.mha.Wk) or np.any(layer.mha.bk):
-            raise ValueError("the decoder's keys must be zero (W_k = 0, b_k = 0)")
-    emb = np.asarray(params.embedding, np.float64)[np.asarray(tokens)] * root
-    x0 = mps.to_mat(emb, "x", ctx=ctx)
-    chain: list[tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]] = [
-        _ln_stage(params.ln_gamma, params.ln_beta, params.ln_eps, sa, ctx)
-    ]
-    for layer in params.layers:
-        chain += [
-            _attention_residual_stage(layer.mha, sa, ctx),
-            _ln_stage(layer.ln1_gamma, layer.ln1_beta, layer.ln_eps, sa, ctx),
-            _ffn_residual_stage(layer.ffn, sa, ctx),
-            _ln_stage(layer.ln2_gamma, layer.ln2_beta, layer.ln_eps, sa, ctx),
-        ]
-    chain.append(_logits_stage(params.W_out, params.b_out, sa, ctx))
-    trajectory: list[Any] = []
-
-    def recorded(f):
-        def g(X):
-            trajectory.append(f(X))
-            return trajectory[-1]
-
-        return g
-
-    stages_ = [(recorded(f), b) for f, b in chain]
-    bound = stages.fp_decoder_step(x0, np.zeros((len(tokens), dm)), stages_)
-    return trajectory[-1], np.asarray(bound, np.float64)
-
-
-def zero_key_decoder(ref: Decoder, dtype: str = "float32", eps: float = 2.0**-20) -> Decoder:
-    """``ref`` with zero keys, one LayerNorm ``eps`` and the pass's parameters in ``dtype``.
-
-    ``W_k = 0``, ``b_k = 0`` in every layer, every LayerNorm's ``eps`` set to ``eps`` and
-    every other parameter of the pass rounded to ``dtype``: an implementation in ``dtype``
-    holds them exactly (the learner's, which the pass's result does not depend on with zero
-    keys, are left as drawn).
-    """
-
-    def rnd(a: Any) -> np.ndarray:
-        t = torch.as_tensor(np.asarray(a, np.float64)).to(TORCH_DTYPES[dtype])
-        return t.to(torch.float64).numpy()
-
-    p = ref.params
-    layers = []
-    for layer in p.layers:
-        m = layer.mha
-        mha = dataclasses.replace(
-            m, Wq=rnd(m.Wq), bq=rnd(m.bq), Wk=np.zeros_like(m.Wk), bk=np.zeros_like(m.bk),
-            Wv=rnd(m.Wv), bv=rnd(m.bv), Wo=rnd(m.Wo), bo=rnd(m.bo),
-        )  # fmt: skip
-        ffn = dataclasses.replace(
-            layer.ffn, **{f: rnd(getattr(layer.ffn, f)) for f in SWIGLU_FIELDS}
-        )
-        layers.append(dataclasses.replace(
-            layer, mha=mha, ffn=ffn, ln1_gamma=rnd(layer.ln1_gamma), ln1_beta=rnd(layer.ln1_beta),
-            ln2_gamma=rnd(layer.ln2_gamma), ln2_beta=rnd(layer.ln2_beta), ln_eps=eps,
-        ))  # fmt: skip
-    return Decoder(dataclasses.replace(
-        p, embedding=rnd(p.embedding), ln_gamma=rnd(p.ln_gamma), ln_beta=rnd(p.ln_beta),
-        layers=layers, W_out=rnd(p.W_out), b_out=rnd(p.b_out), ln_eps=eps,
-    ))  # fmt: skip
