@@ -8,7 +8,8 @@ Exactness: the product with the zero matrix is exactly zero, so the recomputed G
 G* bitwise, and the cached and recomputing paths then run the same floating-point
 operations: they must agree *bitwise* (no tolerance), layer by layer and through a stack.
 Decoding (one query row against the KV-cache) and full recomputation use different shapes
-and so different summation orders: there a tolerance is derived (:func:`model_tolerance`).
+and so different summation orders: there the tolerance is the proved bound of both
+(``[fp_cached_decode]``, :func:`pyverify.testing.decoder_bounds.cached_decode_bound`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ import pyverify.kernels as kern
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
 from pyverify.reference.numpy_head import layer_norm_rows
+from pyverify.testing.decoder_bounds import cached_decode_bound
+from pyverify.testing.fp import pinned_sdpa
 from pyverify.testing.impls import (
     ALL,
     FLOAT,
     REFERENCE,
     attention_bound,
     impl_ids,
-    model_tolerance,
 )
+from pyverify.testing.stage_bounds import OutsideModel, stage_arith
 from pyverify.testing.strategies import (
     arrays,
     decoder_constant_g,
@@ -46,6 +49,9 @@ from pyverify.testing.strategies import (
 )
 
 pytestmark = pytest.mark.theorem("cache_equivalence")
+
+#: The float64 implementations (of ``FLOAT``).
+F64 = [impl for impl in FLOAT if impl.dtype == "float64"]
 
 OVERFLOW = PowerLawOverflowError  # pyverify.errors: one class for both implementations
 
@@ -143,28 +149,38 @@ def test_invariant_stack_cached_model_equals_uncached_model(impl, case):
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @examples(20)
-@given(model_cases(), st.data())
-def test_invariant_stack_kv_g_decoding_equals_recomputation(impl, case, data):
-    """KV+G-cached decoding (and KV+A, steps 4-6 recomputed) equals full recomputation."""
-    ref, G, toks = case
+@given(st.data())
+def test_invariant_stack_kv_g_decoding_equals_recomputation(impl, data):
+    """KV+G-cached decoding (and KV+A, steps 4-6 recomputed) equals full recomputation.
+
+    Within ``[fp_cached_decode]`` (``fp_cached_decode_invariant``); one layer at float32,
+    where two have no proved bound (``test_fp_decoder_step``).
+    """
+    layers = 1 if impl.dtype == "float32" else data.draw(st.integers(1, 2), label="layers")
+    ref = data.draw(small_decoder(num_layers=layers), label="decoder")
+    G = data.draw(decoder_g(ref), label="G")
+    toks = data.draw(tokens(16, 2, 7), label="tokens")
     n_prompt = data.draw(st.integers(1, len(toks) - 1), label="n_prompt")
     model = impl.decoder(decoder_constant_g(ref, G))
-    full = model.forward(toks)
-    tol = model_tolerance(impl, ref, len(toks), G) * np.max(np.abs(full))
-    steps = model.decode(toks[:n_prompt], toks[n_prompt:], G=G)
-    assert np.max(np.abs(steps - full[n_prompt:])) <= tol
-    steps = model.decode(toks[:n_prompt], toks[n_prompt:], use_g_cache=True)
-    assert np.max(np.abs(steps - full[n_prompt:])) <= tol
-    steps = model.decode(toks[:n_prompt], toks[n_prompt:], use_g_cache=False)
-    assert np.max(np.abs(steps - full[n_prompt:])) <= tol
+    try:
+        tol = cached_decode_bound(impl, ref, toks, G)[n_prompt:]
+    except OutsideModel:
+        reject()  # a stage's premise fails: no proved bound for this decoder
+    with _pinned(impl, ref):
+        full = model.forward(toks)
+        for kw in ({"G": G}, {"use_g_cache": True}, {"use_g_cache": False}):
+            steps = model.decode(toks[:n_prompt], toks[n_prompt:], **kw)
+            assert np.all(np.abs(steps - full[n_prompt:]) <= tol), kw
 
 
-@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
+@pytest.mark.parametrize("impl", F64, ids=impl_ids)
 @examples(10)
 @given(trained_head, tokens(16, 2, 6), st.integers(0, 2**32 - 1))
 def test_trained_operator_as_invariant_metric(impl, head, toks, seed):
     """The real trained G_LM (dk = 64) as G*: cached == recomputing (bitwise), and KV+G
-    decoding == recomputation, on a one-layer, one-head model."""
+    decoding == recomputation within ``[fp_cached_decode]``, on a one-layer, one-head
+    model. Float64 only: at ``d_model = 64`` in float32 the attention residual's
+    LayerNorm is not resolved by its bound (no proved bound; ``test_fp_decoder_step``)."""
     G_star = trained_g_lm()[head]
     ref = Decoder(
         DecoderParams.random(
@@ -174,11 +190,21 @@ def test_trained_operator_as_invariant_metric(impl, head, toks, seed):
     )  # fmt: skip
     G = [G_star[None]]
     model = impl.decoder(decoder_constant_g(ref, G))
-    full = model.forward(toks)
-    assert np.array_equal(model.forward(toks, G=G), full)
-    tol = model_tolerance(impl, ref, len(toks), G) * np.max(np.abs(full))
-    steps = model.decode(toks[:1], toks[1:], G=G)
-    assert np.max(np.abs(steps - full[1:])) <= tol
+    try:
+        tol = cached_decode_bound(impl, ref, toks, G)[1:]
+    except OutsideModel:
+        reject()  # a stage's premise fails: no proved bound for this decoder
+    with _pinned(impl, ref):
+        full = model.forward(toks)
+        assert np.array_equal(model.forward(toks, G=G), full)
+        steps = model.decode(toks[:1], toks[1:], G=G)
+    assert np.all(np.abs(steps - full[1:]) <= tol)
+
+
+def _pinned(impl, ref):
+    """SDPA on the backend the attention bound models (the heads' sizes agree)."""
+    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
+    return pinned_sdpa(impl, stage_arith(impl).path, dk, dk)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)

@@ -65,6 +65,7 @@ from pyverify.testing.stage_bounds import (
 
 __all__ = [
     "Rotations",
+    "cached_decode_bound",
     "decoder_bound",
     "embedding_bound",
     "held_decoder",
@@ -480,3 +481,15 @@ def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int],
     rot = rotations(impl, len(tokens), dk, ROPE_BASE, mp_context())
     Gh = [np.asarray(impl.hold(np.asarray(g, np.float64)), np.float64) for g in G]
     return decoder_bound(held, tokens, sa, Gh, rot)
+
+
+def cached_decode_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any]):
+    """``[fp_cached_decode]`` ``B_c + B_u`` per row: two computations of ``impl``'s pass.
+
+    A cached decode with ``G`` against the pass with ``G`` supplied (``fp_cached_decode``),
+    or against a recomputing pass whose metric is ``G`` on every prefix
+    (``fp_cached_decode_invariant``), or two passes: each row within its
+    :func:`pass_bound` of the same exact row. SDPA pinned by the caller.
+    """
+    bound = pass_bound(impl, ref, tokens, G)[1]
+    return stages.fp_cached_decode(bound, bound)
