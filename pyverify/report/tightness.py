@@ -38,8 +38,8 @@ REASONS: dict[str, str] = {
         "variance: up to (1 + 2 n) abs(gamma) / sigma), and every rounding at its largest; "
         "traced on two of the cases, the bound grows 5-10x per attention or feed-forward "
         "residual and 7-33x per LayerNorm over 6 stages while the errors, which do not align, "
-        "stay near 1e-7; measured on one-layer decoders with zero keys "
-        "(property_tests/test_fp_decoder_step.py), the score path bounded apart"
+        "stay near 1e-7; measured on one-layer decoders with zero keys, and with keys and a "
+        "supplied G, the score path composed (property_tests/test_fp_decoder_step.py)"
     ),
 }
 

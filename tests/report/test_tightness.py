@@ -45,14 +45,20 @@ def test_the_decoder_step_is_measured_within_its_proved_bound_and_shown():
     """Seeded decoders (the same on every machine): every case is resolved by the theorem,
     none exceeds the bound, and the bound is not below the error (proved / measured >= 1);
     the row reaches the table with its reason when above the goal."""
-    (row,) = decoder_step_tightness(cases=3)
-    assert row["stage"] == "decoder step" and row["dtype"] == "float32"
-    assert row["proved_cases"] == 3 and row["violations"] == 0
-    assert row["tightness_cases"] == 3 and row["tightness_worst"] >= row["tightness_median"] >= 1
-    lines = "\n".join(tightness_lines([row], table))
-    assert "| float32 | kernels decoder | decoder step | 3 of 3 |" in lines
-    if row["tightness_worst"] > GOAL:
-        assert REASONS["decoder step"] in lines
+    rows = decoder_step_tightness(cases=3)
+    assert [r["path"] for r in rows] == [
+        "kernels decoder, zero keys",
+        "kernels decoder, keys, G given",
+    ]
+    for row in rows:
+        assert row["stage"] == "decoder step" and row["dtype"] == "float32"
+        assert row["proved_cases"] == 3 and row["violations"] == 0
+        assert row["tightness_cases"] == 3
+        assert row["tightness_worst"] >= row["tightness_median"] >= 1
+        lines = "\n".join(tightness_lines([row], table))
+        assert f"| float32 | {row['path']} | decoder step | 3 of 3 |" in lines
+        if row["tightness_worst"] > GOAL:
+            assert REASONS["decoder step"] in lines
 
 
 def test_a_decoder_step_violation_fails_the_report():
