@@ -8,6 +8,8 @@ commutant projection (idempotent, self-adjoint, rank dk, image in the commutant)
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import sympy
@@ -16,8 +18,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
+from pyverify.fp.exps import TRIG_ACCURACY
+from pyverify.fp.formulas import EVAL_SLACK, fp_dot_product
 from pyverify.kernels.collapsed import DEFAULT_COMMUTANT_TOL
-from pyverify.reference import rope_thetas
 from pyverify.testing.exact import J, add, block_diag, eye, matmul, rot, scale
 from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids, kernels
 from pyverify.testing.strategies import (
@@ -32,7 +35,22 @@ from pyverify.testing.strategies import (
 
 pytestmark = pytest.mark.theorem("rope_commutant_char")
 
+#: ``[fp_ieee_rounding]`` float64's unit round-off: the residual's float64 arithmetic.
 U64 = UNIT_ROUNDOFF["float64"]
+#: ``[rope_commutant_char]`` The commutant's dimension per plane (span{I, J}): dk = 2 planes.
+PLANE_DIM = 2
+#: ``[non-vacuity]`` The relative size of the off-commutant departure in the membership test.
+DEPARTURE = 1e-2
+#: ``[non-vacuity]`` That departure's relative residual (at least DEPARTURE / (1 + DEPARTURE))
+#: must exceed ``in_rope_commutant``'s tolerance even after halving by this factor.
+DEPARTURE_MARGIN = 0.5
+#: ``[non-vacuity]`` The spec: the trained G_LM's residual is "well above 0.5 for most heads";
+#: every head's residual must exceed TRAINED_FLOOR, and more than MOST of the heads' RESIDUAL.
+TRAINED_FLOOR = 0.1
+#: ``[non-vacuity]`` (see TRAINED_FLOOR) the spec's residual level.
+RESIDUAL = 0.5
+#: ``[non-vacuity]`` (see TRAINED_FLOOR) "most heads": more than this fraction.
+MOST = 0.5
 
 
 # --------------------------------------------------------------------------- exact, 2 x 2
@@ -105,7 +123,7 @@ def test_block_commutant_has_dimension_dk_exactly(planes):
     """Exact: R block diagonal with rational rotations of pairwise distinct cosines (so no
     two planes share an eigenvalue e^{+-i phi}) and non-zero sines: the commutant has
     dimension dk and every element is block diagonal with blocks in span{I, J}."""
-    dk = 2 * len(planes)
+    dk = PLANE_DIM * len(planes)
     R = sympy.Matrix(block_diag([rot(c, s) for c, s in planes]))
     basis = _commutant_basis(R)
     assert len(basis) == dk
@@ -118,58 +136,77 @@ def test_repeated_plane_rotation_enlarges_the_commutant(cs, n_planes):
     """The hypothesis matters: equal plane rotations let off-diagonal blocks commute too."""
     c, s = cs
     R = sympy.Matrix(block_diag([rot(c, s)] * n_planes))
-    assert len(_commutant_basis(R)) > 2 * n_planes
+    assert len(_commutant_basis(R)) > PLANE_DIM * n_planes
 
 
 # --------------------------------------------------------------------------- implementations
-def _commutator_map(R: np.ndarray) -> np.ndarray:
-    """Matrix of M -> M R - R M on row-major vec(M)."""
-    n = R.shape[0]
-    eye_n = np.eye(n)
-    return np.kron(eye_n, R.T) - np.kron(R, eye_n)
-
-
-def _exact_gap(n: int, dk: int) -> float:
-    """Smallest non-zero singular value of the exact commutator map of R_n.
-
-    R_n is orthogonal (normal), so the map is normal and its singular values are the moduli
-    |lambda - mu| of differences of eigenvalues of R_n, lambda, mu in {e^{+-i n theta_p}}:
-    2 |sin((alpha - beta) / 2)|. Returns 0 when two planes share an eigenvalue.
-    """
-    phis = n * rope_thetas(dk)
-    eig = np.concatenate([phis, -phis])
-    diffs = [
-        2 * abs(np.sin((a - b) / 2)) for i, a in enumerate(eig) for j, b in enumerate(eig) if i < j
-    ]
-    # pairs (phi_p, phi_p) excluded by i < j; (phi_p, -phi_p) gives 2|sin phi_p| (needs s != 0)
-    return float(min(diffs))
+def _sylvester_null(Rp: sympy.Matrix, Rq: sympy.Matrix) -> list[sympy.Matrix]:
+    """Exact basis of {X (2 x 2) : X Rq = Rp X}: block (p, q) of the commutant of a
+    block-diagonal R (``(M R - R M)_pq = M_pq R_q - R_p M_pq`` when R is exactly block
+    diagonal)."""
+    cols = []
+    for i in range(PLANE_DIM):
+        for j in range(PLANE_DIM):
+            E = sympy.zeros(PLANE_DIM, PLANE_DIM)
+            E[i, j] = 1
+            cols.append(list(E * Rq - Rp * E))
+    return [sympy.Matrix(PLANE_DIM, PLANE_DIM, list(v)) for v in sympy.Matrix(cols).T.nullspace()]
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.sampled_from([2, 4, 6, 8]), st.integers(1, 64))
 def test_commutant_of_implementation_rotations_has_dimension_dk(impl, dk, n):
-    """The implementation's R_n: its commutant (numerical null space of M -> M R - R M) has
-    dimension dk and lies in the block span{I, J}.
-
-    Tolerance: each entry of R_n is off by e <= 2 u64 + u_io + 4 u64 n (cos/sin, rounding to
-    the dtype, the angle n theta_p), so ||dR||_2 <= 2e (2 x 2 blocks) and the map moves by
-    <= 4e; the SVD itself adds <= 4 dk^2 u64 ||L|| (||L|| <= 2). By Weyl the dk zero singular
-    values stay <= tau = 4e + 8 dk^2 u64, and the others >= gap - tau: the test needs
-    gap > 2 tau (an angle resolution the dtype can see) and then counts exactly.
-    """
+    """The implementation's R_n, exactly (its entries are rationals): block diagonal with
+    blocks ``c I + s J``; where the theorem's hypotheses hold on those entries (every
+    ``s_p != 0``, the ``c_p`` pairwise distinct: the blocks share no eigenvalue), its exact
+    commutant has dimension dk and lies in the block span{I, J}. No tolerance: the
+    commutant is computed exactly, block by block."""
     R = impl.rotation_matrix(n, dk)
-    e = 2 * U64 + impl.u_io + 4 * U64 * n
-    tau = 4 * e + 8 * dk * dk * U64
-    gap = _exact_gap(n, dk)
-    assume(gap > 4 * tau)
-    L = _commutator_map(R)
-    _, sig, Vt = np.linalg.svd(L)
-    assert int(np.sum(sig <= tau)) == dk
-    assert np.min(sig[sig > tau]) >= gap - tau
-    # the null space: within sin(angle) <= 2 ||dL|| / gap (Davis-Kahan) of the block span
-    null = Vt[-dk:].reshape(dk, dk, dk)
-    proj = np.stack([_project_np(N) for N in null])
-    assert np.max(np.linalg.norm(null - proj, axis=(1, 2))) <= 2 * (4 * e + tau) / (gap - tau)
+    planes = range(dk // PLANE_DIM)
+    off = np.kron(np.eye(dk // PLANE_DIM), np.ones((PLANE_DIM, PLANE_DIM))) == 0
+    assert np.all(R[off] == 0)
+    blocks = [R[PLANE_DIM * p : PLANE_DIM * p + PLANE_DIM, PLANE_DIM * p :][:, :PLANE_DIM]
+              for p in planes]  # fmt: skip
+    assert all(B[0, 0] == B[1, 1] and B[0, 1] == -B[1, 0] for B in blocks)
+    cs = [(Fraction(float(B[0, 0])), Fraction(float(B[1, 0]))) for B in blocks]
+    assume(all(s != 0 for _, s in cs) and len({c for c, _ in cs}) == len(cs))
+    exact = [rot(c, s) for c, s in cs]
+    dim = 0
+    for p in planes:
+        for q in planes:
+            null = _sylvester_null(sympy.Matrix(exact[p]), sympy.Matrix(exact[q]))
+            dim += len(null)
+            assert p == q or not null  # off-diagonal blocks vanish
+            assert all(X[0, 0] == X[1, 1] and X[0, 1] == -X[1, 0] for X in null)  # span{I, J}
+    assert dim == dk
+
+
+def _residual_bound(P: np.ndarray) -> float:
+    """``[fp_dot_product]`` ``[fp_elementwise]`` ``rope_commutant_residual`` of a matrix ``P``
+    in the commutant (exactly: block span{I, J}, checked bitwise before), in float64.
+
+    The projection part is exactly 0 (``P - proj(P) = 0`` bitwise). The commutator part,
+    ``||P R - R P||_F / (2 ||P||_F)``: ``R = rope_matrix(n)`` has blocks ``c I + s J``
+    exactly, which commute exactly with ``P``'s blocks, so each entry of the computed
+    ``fl(P R) - fl(R P)`` is at most ``(1 + u)(gamma_2 (|P||R| + |R||P|))`` (two 2-term dot
+    products, ``[fp_dot_product]``, then one rounded difference, ``[fp_ieee_rounding]``),
+    ``|R| <= (1 + TRIG_ACCURACY)`` on the planes; the Frobenius norms: a sum of ``dk^2``
+    squares (``[fp_dot_product]``, ``gamma_{dk^2}``) and a correctly rounded square root
+    (``[fp_elementwise]``, ``r = u``), up for the numerator and down for ``||P||_F``; the
+    quotient rounded (``u``); ``||P||_F`` clamped at the smallest normal, as the kernel does.
+    """
+    dk = P.shape[0]
+    n = dk * dk
+    ones = np.kron(np.eye(dk // PLANE_DIM), np.ones((PLANE_DIM, PLANE_DIM)))
+    absR = ones * (1 + TRIG_ACCURACY)
+    A = np.abs(P)
+    ent = (1 + U64) * (
+        fp_dot_product(A @ absR, PLANE_DIM, U64) + fp_dot_product(absR @ A, PLANE_DIM, U64)
+    )
+    num = (1 + U64) * np.sqrt((1 + gamma(n, U64)) * np.sum(ent * ent))
+    den = (1 - U64) * np.sqrt((1 - gamma(n, U64)) * np.sum(P * P))
+    den = max(den, np.finfo(np.float64).tiny)  # the residual's clamp (P = 0: num = 0)
+    return float((1 + U64) * num / (PLANE_DIM * den) * EVAL_SLACK)
 
 
 def _project_np(G: np.ndarray) -> np.ndarray:
@@ -193,7 +230,7 @@ def test_kernel_commutant_projection(impl, dk, data):
     # image: block span{I, J}, hence commutes with every R_n (exactly in real arithmetic;
     # the residual is computed in float64: a few u64 relative)
     assert np.array_equal(_project_np(P64), P64)
-    assert float(kern.rope_commutant_residual(P).max()) <= 16 * U64 * dk
+    assert float(kern.rope_commutant_residual(P).max()) <= _residual_bound(P64)
     # rank dk: apply the projection to the basis E_ij (exact values 0, +-1/2, 1)
     basis = torch.eye(dk * dk, dtype=impl.tdtype, device=impl.device).view(dk * dk, dk, dk)
     images = kern.project_to_rope_commutant(basis).reshape(dk * dk, dk * dk).double().cpu()
@@ -224,8 +261,8 @@ def test_kernel_commutant_membership(impl, dk, data):
     N = data.draw(arrays((dk, dk), 1.0), label="N")
     off = N - _project_np(N)
     assume(np.linalg.norm(off) > 0.1)
-    D = C + 1e-2 * np.linalg.norm(C) * off / np.linalg.norm(off)
-    assert 1e-2 * 0.5 > DEFAULT_COMMUTANT_TOL
+    D = C + DEPARTURE * np.linalg.norm(C) * off / np.linalg.norm(off)
+    assert DEPARTURE * DEPARTURE_MARGIN > DEFAULT_COMMUTANT_TOL
     assert not kern.in_rope_commutant(impl.t(D))
 
 
@@ -235,11 +272,11 @@ def test_trained_operator_is_outside_its_projection_inside(impl, head):
     """The real trained G_LM is not in the commutant (spec: residual well above 0.5 for most
     heads); its projection is."""
     G = impl.t(trained_g_lm()[head])
-    assert float(kern.rope_commutant_residual(G)) > 0.1
+    assert float(kern.rope_commutant_residual(G)) > TRAINED_FLOOR
     assert kern.in_rope_commutant(kern.project_to_rope_commutant(G))
 
 
 @pytest.mark.parametrize("impl", kernels("float64"), ids=impl_ids)
 def test_trained_operator_residual_above_half_for_most_heads(impl):
     res = kern.rope_commutant_residual(impl.t(trained_g_lm()))
-    assert float((res > 0.5).double().mean()) > 0.5
+    assert float((res > RESIDUAL).double().mean()) > MOST

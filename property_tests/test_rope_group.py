@@ -1,40 +1,54 @@
 """rope_group: rot is a homomorphism into SO(2); likewise the block-diagonal R_n.
 
-Float tolerances: a rotation entry is cos or sin of a float64 angle, within 1 ulp of
-float64 (2 u64 absolute, |entry| <= 1), then rounded once to the implementation's dtype
-(u_io): entry error ``e = 2 u64 + u_io``. A 2 x 2 product entry sums two products of such
-entries: ``2 (2e + e^2) + gamma_2(u64)``. Angles: ``a + b`` and ``n theta_p`` are rounded in
-float64 (theta_p <= 1, itself within 2 ulp): angle error ``<= 4 u64 (|a| + |b|)``, moving
-an entry by as much (cos and sin are 1-Lipschitz).
+Float tolerances (:mod:`pyverify.testing.rope_bounds`): the exact rotations are those of
+the implementation's own float64 frequencies (the group laws hold for every real
+``theta``), so an angle ``n theta^_p`` or ``a + b`` is off by its one float64 rounding
+(``[fp_ieee_rounding]``); a rotation entry is the library ``cos``/``sin`` of it
+(``TRIG_ACCURACY``, checked against mpmath on the drawn angles) rounded once to the
+implementation's dtype (``[fp_elementwise]``, ``L = 1``); a product of two computed
+rotations, evaluated in float64, is ``[fp_dot_product]`` with the entries' errors carried;
+two computed values are compared within the sum of their bounds.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pyverify.fp.formulas import UNDERFLOW
+from pyverify.reference import rope_thetas
 from pyverify.testing.exact import block_diag, eye, matmul, rot, transpose
-from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids
+from pyverify.testing.fp import arith
+from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.rope_bounds import (
+    PLANE,
+    angle_rounding,
+    entry_error,
+    plane_norm1,
+    product_error,
+    rope_row_error,
+    rotated_error,
+    trig_excess,
+)
 from pyverify.testing.strategies import arrays, pythagorean
 
 pytestmark = pytest.mark.theorem("rope_group")
 
-U64 = UNIT_ROUNDOFF["float64"]
 angles = st.floats(-200.0, 200.0, allow_nan=False, allow_infinity=False)
 signed_positions = st.integers(-4096, 4096)
 
 
-def _entry_error(impl) -> float:
-    return 2 * U64 + impl.u_io
+def _entries(impl, angle_err, dk: int) -> np.ndarray:
+    """Entrywise error bound of a computed ``R`` (dk, dk): the rotation entries' on the
+    planes (rounded to the dtype), 0 off them (exact zeros)."""
+    e = entry_error(angle_err, impl.u_io, UNDERFLOW[impl.dtype])
+    return np.kron(np.eye(dk // PLANE), np.ones((PLANE, PLANE))) * e
 
 
-def _product_tol(impl, angle_sum: float) -> float:
-    e = _entry_error(impl)
-    return 2 * (2 * e + e * e) + gamma(2, U64) + e + 4 * U64 * angle_sum
+def _mask(dk: int) -> np.ndarray:
+    return np.kron(np.eye(dk // PLANE), np.ones((PLANE, PLANE))) == 0
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -44,47 +58,59 @@ def test_rot_is_a_homomorphism_into_so2(impl, data):
     # theta_0 = 1, so the angle is n); the reference's rot2 takes any real angle.
     a, b = (data.draw(angles if impl.name == "reference" else st.integers(-200, 200))
             for _ in range(2))  # fmt: skip
+    assert trig_excess([a, b, a + b], impl.device) <= 1  # the premise TRIG_ACCURACY
     Ra, Rb, Rab = impl.rot2(a), impl.rot2(b), impl.rot2(a + b)
-    tol = _product_tol(impl, abs(a) + abs(b))
-    assert np.max(np.abs(Ra @ Rb - Rab)) <= tol  # rot(a) rot(b) = rot(a + b)
-    assert np.max(np.abs(Ra.T - impl.rot2(-a))) <= 2 * _entry_error(impl)  # rot(a)^T = rot(-a)
-    assert np.max(np.abs(Ra @ Ra.T - np.eye(2))) <= tol  # orthogonal
-    e = _entry_error(impl)
-    assert abs(np.linalg.det(Ra) - 1.0) <= 2 * (2 * e + e * e) + gamma(2, U64)  # special
+    # a, b are float64 numbers times theta_0 = 1: exact angles; a + b is rounded once
+    Ea, Eb, Eab = (_entries(impl, err, PLANE) for err in (0.0, 0.0, angle_rounding(a + b)))
+    Aa, Ab = np.abs(Ra), np.abs(Rb)
+    # rot(a) rot(b) = rot(a + b)
+    assert np.all(np.abs(Ra @ Rb - Rab) <= product_error(Aa, Ab, Ea, Eb) + Eab)
+    # rot(a)^T = rot(-a)
+    assert np.all(np.abs(Ra.T - impl.rot2(-a)) <= Ea.T + Ea)
+    # orthogonal: rot(a) rot(a)^T = I exactly
+    assert np.all(np.abs(Ra @ Ra.T - np.eye(2)) <= product_error(Aa, Aa.T, Ea, Ea.T))
+    # special: det = c c - (-s) s = 1, the dot product of (R00, R01) and (R11, -R10)
+    u, v = Ra[0], np.array([Ra[1, 1], -Ra[1, 0]])
+    assert abs(float(u @ v) - 1.0) <= product_error(np.abs(u), np.abs(v), Ea[0], Ea[0])
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.sampled_from([2, 4, 6, 8, 16, 64]), signed_positions, signed_positions)
 def test_block_rotations_compose(impl, dk, m, n):
+    th = rope_thetas(dk)
+    assert trig_excess(np.outer([m, n, m + n], th), impl.device) <= 1  # TRIG_ACCURACY
     Rm, Rn, Rmn = (impl.rotation_matrix(x, dk) for x in (m, n, m + n))
-    tol = _product_tol(impl, abs(m) + abs(n))
-    assert np.max(np.abs(Rm @ Rn - Rmn)) <= tol  # R_m R_n = R_{m+n}
-    assert np.max(np.abs(Rm.T - impl.rotation_matrix(-m, dk))) <= 2 * _entry_error(impl) + (
-        4 * U64 * abs(m)
-    )  # R_m^T = R_{-m}
-    assert np.max(np.abs(Rm @ Rm.T - np.eye(dk))) <= tol  # orthogonal
+    # theta^_p <= 1 (theta^_0 = pow(base, -0) = 1): an angle n theta^_p rounds within u64 |n|
+    Em, En, Emn = (_entries(impl, angle_rounding(x), dk) for x in (m, n, m + n))
+    Am, An = np.abs(Rm), np.abs(Rn)
+    assert np.all(np.abs(Rm @ Rn - Rmn) <= product_error(Am, An, Em, En) + Emn)  # R_m R_n
+    # R_m^T = R_{-m} (fl(-m theta) = -fl(m theta): the same bound)
+    assert np.all(np.abs(Rm.T - impl.rotation_matrix(-m, dk)) <= Em.T + Em)
+    assert np.all(np.abs(Rm @ Rm.T - np.eye(dk)) <= product_error(Am, Am.T, Em, Em.T))
     # block diagonal: nothing outside the 2 x 2 planes
-    mask = np.kron(np.eye(dk // 2), np.ones((2, 2))) == 0
-    assert np.all(Rm[mask] == 0)
+    assert np.all(Rm[_mask(dk)] == 0)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.sampled_from([2, 4, 8, 16]), st.integers(1, 5), st.integers(0, 4096),
        st.integers(0, 4096), st.data())  # fmt: skip
 def test_rope_application_composes(impl, dk, rows, a, b, data):
-    """Rotating a row at position a, then at b, is rotating it at a + b (R_b R_a = R_{a+b})."""
+    """Rotating a row at position a, then at b, is rotating it at a + b (R_b R_a = R_{a+b}).
+
+    Each application within :func:`rope_row_error` of the exact rotation of its own input
+    (by its plane 1-norms); the first one's error carried through the exact second
+    rotation (:func:`rotated_error`); the two results compared: the sum of the bounds.
+    """
+    assert trig_excess(np.outer([a, b, a + b], rope_thetas(dk)), impl.device) <= 1
+    ar = arith(impl)
     x = impl.round(data.draw(arrays((rows, 1, dk), 2.0), label="x"))
-    twice = impl.rope(impl.rope(x, offset=a), offset=b)
+    y = impl.rope(x, offset=a)
+    twice = impl.rope(y, offset=b)
     once = impl.rope(x, offset=a + b)
-    # One application: cos/sin of the float64 angle rounded to the compute dtype
-    # (u_c + 2 u64 + angle error 4 u64 (a + b)), the 2-term plane rotation in the compute
-    # dtype (gamma_2(u_c)), the result rounded to the dtype (u_io): per entry at most
-    # rho * eps_1 with rho the largest plane 1-norm |x_2p| + |x_2p+1|. Rotations keep plane
-    # 2-norms, so a propagated error grows by <= sqrt 2 entrywise; three applications.
-    alpha = 4 * U64 * (a + b)
-    eps_1 = 2 * (impl.u_compute + 2 * U64 + alpha) + gamma(2, impl.u_compute) + impl.u_io
-    rho = float(np.max(np.abs(x[..., 0::2]) + np.abs(x[..., 1::2])))
-    assert np.max(np.abs(twice - once)) <= 4 * math.sqrt(2) * rho * eps_1
+    e_a = rope_row_error(ar, plane_norm1(x), angle_rounding(a))
+    e_twice = rope_row_error(ar, plane_norm1(y), angle_rounding(b)) + rotated_error(e_a)
+    e_once = rope_row_error(ar, plane_norm1(x), angle_rounding(a + b))
+    assert np.all(np.abs(twice - once) <= e_twice + e_once)
 
 
 # --------------------------------------------------------------------------- exact

@@ -4,23 +4,39 @@ Scores are evaluated the way each implementation does it: the query and key rows
 rotated by the implementation's RoPE at their positions, then ``(q' G) k'^T / sqrt(dk)``
 (the kernels form ``q' G`` with ``rotate_query``, as their SDPA path does).
 
-Tolerance of one score (first order): a rotated row is off by ``eps_1`` times its largest
-plane 1-norm per entry (see test_rope_group: cos/sin of the float64 angle rounded to the
-compute dtype, the plane rotation, the rounding to the dtype), i.e. by
-``sqrt(2 dk) eps_1 ||x||_2`` in 2-norm; the score is bilinear with
-``|q G k^T| <= ||q|| ||G||_F ||k||``; the product itself adds ``gamma_{2dk+1}(u_c)`` and, in
-bf16/fp16, rounding ``q' G`` to the dtype adds ``u_io``. Two scores are compared: twice.
+Bound of one score (:func:`score_and_bound`) against the exact ``q R_m^T G R_n k^T /
+sqrt(dk)`` of the held ``q``, ``k``, ``G``: each rotated row within
+:func:`~pyverify.testing.rope_bounds.rope_row_error` of the exact rotation
+(``[fp_elementwise]``, ``[fp_dot_product]``, ``[fp_ieee_rounding]``); the scores of the
+computed rows within :func:`~pyverify.fp.models.scores_bound` (``[fp_head_scores]``); the
+rows' errors carried through the exact bilinear score. Two scores are compared: the sum of
+their bounds. Sufficiency compares an implementation with itself (exact rotations at its own
+frequencies); necessity compares with an exact witness (mpmath, the spec's frequencies).
 """
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pyverify.reference import rotation_matrix
-from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids
+from pyverify.fp.formulas import EVAL_SLACK
+from pyverify.fp.models import scores_bound
+from pyverify.reference import rope_thetas, rotation_matrix
+from pyverify.testing.fp import MP_DPS, MP_REL, arith
+from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.rope_bounds import (
+    PLANE,
+    angle_error,
+    angle_rounding,
+    exact_thetas,
+    plane_norm1,
+    rope_row_error,
+    theta_excess,
+    trig_excess,
+)
 from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
@@ -31,51 +47,65 @@ from pyverify.testing.strategies import (
 
 pytestmark = pytest.mark.theorem("rope_relative_position")
 
-U64 = UNIT_ROUNDOFF["float64"]
+#: [non-vacuity] A witness's exact score change must exceed the two scores' bounds this many
+#: times (then the implementation's change is far above its rounding).
+WITNESS_MARGIN = 4
+
+_MP = mpmath.MPContext()
+_MP.dps = MP_DPS
 
 
-def score(impl, q, m, k, n, G) -> float:
-    """``q R_m^T G R_n k^T / sqrt(dk)`` through the implementation."""
+def score_and_bound(impl, q, m, k, n, G, angle) -> tuple[float, float]:
+    """``q R_m^T G R_n k^T / sqrt(dk)`` through the implementation, and its bound.
+
+    ``[fp_head_scores]`` (:func:`scores_bound` of the computed rows, path ``reference`` or
+    the kernels' ``matmul``) plus the rows' errors ``dq``, ``dk`` (:func:`rope_row_error`,
+    the angle's error ``angle(position)``) through the exact score, exact algebra:
+    ``tau (dq |G| |k^| + (|q^| + dq) |G| dk)``.
+    """
+    ar = arith(impl)
     qr = impl.rope(q[None], offset=m)
     kr = impl.rope(k[None], offset=n)
-    return float(impl.scores(qr, kr, G)[0, 0])
+    s = float(impl.scores(qr, kr, G)[0, 0])
+    dq = rope_row_error(ar, plane_norm1(q), angle(m))
+    dk_ = rope_row_error(ar, plane_norm1(k), angle(n))
+    path = "reference" if ar.impl == "reference" else "matmul"
+    b_fl = float(scores_bound(ar, qr, kr, G, None, path)[0, 0])
+    Ga, tau = np.abs(G), 1 / np.sqrt(q.shape[0])
+    prop = tau * (dq @ Ga @ np.abs(kr[0]) + (np.abs(qr[0]) + dq) @ Ga @ dk_)
+    return s, (b_fl + float(prop)) * EVAL_SLACK
 
 
-def plane_norms(x: np.ndarray) -> np.ndarray:
-    """Each entry replaced by the 2-norm of its RoPE plane: a rotated row is bounded by it."""
-    p = np.hypot(x[0::2], x[1::2])
-    return np.repeat(p, 2)
+def _own(m: int):  # type: ignore[no-untyped-def]
+    """The angle's error against the implementation's own frequencies (theta^_p <= 1)."""
+    return angle_rounding(m)
 
 
-def score_tol(impl, q, k, G, max_pos: int) -> float:
-    """Bound on |score(m, n) - score(m', n')| when the exact scores are equal.
-
-    With qp, kp the plane norms of q and k (rotated rows satisfy |q'| <= qp entrywise) and
-    scale = qp |G| kp^T / sqrt(dk): each rotated entry is off by <= sqrt 2 eps_1 qp (plane
-    1-norm <= sqrt 2 plane 2-norm), moving the score by <= 2 sqrt 2 eps_1 scale (q and k);
-    the product adds gamma_{2dk+1}(u_c) scale; bf16/fp16 round q' G to the dtype: u_io scale.
-    """
-    dk = q.shape[0]
-    eps_1 = (
-        2 * (impl.u_compute + 2 * U64 + 4 * U64 * max_pos) + gamma(2, impl.u_compute) + impl.u_io
-    )
-    low = impl.u_io if impl.dtype in ("bfloat16", "float16") else 0.0
-    scale = float(plane_norms(q) @ np.abs(G) @ plane_norms(k)) / np.sqrt(dk)
-    return 2 * scale * (2 * np.sqrt(2) * eps_1 + gamma(2 * dk + 1, impl.u_compute) + low)
+def _spec(dk: int):  # type: ignore[no-untyped-def]
+    """The angle's error against the spec's exact frequencies, per coordinate."""
+    return lambda m: np.repeat(angle_error(m, dk), PLANE)
 
 
 positions = st.integers(0, 2048)
+
+
+def _offset_only(impl, G, q, k, m, n, t) -> None:
+    dk = q.shape[0]
+    pos = [m, n, m + t, n + t]
+    assert trig_excess(np.outer(pos, rope_thetas(dk)), impl.device) <= 1  # TRIG_ACCURACY
+    s1, b1 = score_and_bound(impl, q, m, k, n, G, _own)
+    s2, b2 = score_and_bound(impl, q, m + t, k, n + t, G, _own)
+    assert abs(s1 - s2) <= b1 + b2  # the exact scores are equal
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.sampled_from([2, 4, 6, 8, 16]), positions, positions, positions, st.data())
 def test_commuting_operator_gives_offset_only_scores(impl, dk, m, n, t, data):
     """Sufficiency: G in the commutant -> score(m, n) = score(m + t, n + t)."""
-    G = impl.round(data.draw(commutant_matrix(dk), label="G"))
+    G = impl.round(data.draw(commutant_matrix(dk), label="G"))  # rounding keeps x I + y J
     q = impl.round(data.draw(arrays((dk,), 2.0), label="q"))
     k = impl.round(data.draw(arrays((dk,), 2.0), label="k"))
-    tol = score_tol(impl, q, k, G, max(m, n) + t)
-    assert abs(score(impl, q, m, k, n, G) - score(impl, q, m + t, k, n + t, G)) <= tol
+    _offset_only(impl, G, q, k, m, n, t)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -85,30 +115,57 @@ def test_projected_trained_operator_gives_offset_only_scores(impl, head, m, n, t
     G = impl.round(project_commutant_np(trained_g_lm()[head]))
     q = impl.round(data.draw(arrays((64,), 1.0), label="q"))
     k = impl.round(data.draw(arrays((64,), 1.0), label="k"))
-    tol = score_tol(impl, q, k, G, max(m, n) + t)
-    assert abs(score(impl, q, m, k, n, G) - score(impl, q, m + t, k, n + t, G)) <= tol
+    _offset_only(impl, G, q, k, m, n, t)
 
 
-def _witness(impl, G: np.ndarray) -> tuple[int, int, int, float, float]:
-    """(i, j, t, delta, tol): unit vectors e_i, e_j at positions (0, 0) and (t, t) give
-    scores G_ij / sqrt(dk) and (R_t^T G R_t)_ij / sqrt(dk), differing by delta (float64);
-    chosen over t <= 16 and (i, j) to maximise delta / tol for this implementation."""
+def _witness(G: np.ndarray) -> tuple[int, int, int, mpmath.mpf]:
+    """(i, j, t, delta): unit vectors e_i, e_j at positions (0, 0) and (t, t) give scores
+    G_ij / sqrt(dk) and (R_t^T G R_t)_ij / sqrt(dk), differing by delta (mpmath, the spec's
+    exact frequencies); (i, j, t), t <= 16, chosen in float64 to maximise |delta| over the
+    |G| mass of the planes of i and j (what the scores' bounds scale with)."""
     dk = G.shape[0]
-    eye = np.eye(dk)
-    best = (0, 0, 1, 0.0, 1.0)
+    blocks = np.abs(G).reshape(dk // PLANE, PLANE, dk // PLANE, PLANE).sum(axis=(1, 3))
+    mass = np.maximum(np.repeat(np.repeat(blocks, PLANE, 0), PLANE, 1), np.finfo(float).tiny)
+    best, pick = -1.0, (0, 0, 1)
     for t in range(1, 17):
         R = rotation_matrix(t, dk)
-        D = (R.T @ G @ R - G) / np.sqrt(dk)
-        # tolerance of the pair (e_i, e_j): score_tol's scale is the |G| mass of the 2 x 2
-        # block of planes (i, j)
-        blocks = np.abs(G).reshape(dk // 2, 2, dk // 2, 2).sum(axis=(1, 3))
-        mass = np.repeat(np.repeat(blocks, 2, axis=0), 2, axis=1)
-        ratio = np.abs(D) / np.maximum(mass, np.finfo(float).tiny)
-        i, j = np.unravel_index(int(np.argmax(ratio)), D.shape)
-        tol = score_tol(impl, eye[i], eye[j], G, t)
-        if tol > 0 and abs(D[i, j]) / tol > abs(best[3]) / best[4]:
-            best = (int(i), int(j), t, float(D[i, j]), tol)
-    return best
+        ratio = np.abs(R.T @ G @ R - G) / mass
+        i, j = np.unravel_index(int(np.argmax(ratio)), G.shape)
+        if ratio[i, j] > best:
+            best, pick = float(ratio[i, j]), (int(i), int(j), t)
+    i, j, t = pick
+    ctx = _MP
+    th = exact_thetas(dk)
+
+    def col(c: int) -> dict[int, mpmath.mpf]:  # column c of the exact R_t: its plane only
+        p, a = c // PLANE, t * th[c // PLANE]
+        cs, sn = ctx.cos(a), ctx.sin(a)
+        return {PLANE * p: cs, PLANE * p + 1: sn} if c % PLANE == 0 else {
+            PLANE * p: -sn, PLANE * p + 1: cs}  # fmt: skip
+
+    ri, rj = col(i), col(j)
+    quad = ctx.fsum(ri[a] * ctx.mpf(float(G[a, b])) * rj[b] for a in ri for b in rj)
+    return i, j, t, (quad - ctx.mpf(float(G[i, j]))) / ctx.sqrt(dk)
+
+
+def _observed(impl, G: np.ndarray, assume_margin: bool) -> None:
+    """The witness's change, observed through the implementation within the two bounds."""
+    dk = G.shape[0]
+    assert theta_excess(dk, impl.device) <= 1  # the frequencies' premise (LIB_ACCURACY)
+    i, j, t, delta = _witness(G)
+    assert trig_excess(np.outer([t], rope_thetas(dk)), impl.device) <= 1
+    q, k = np.eye(dk)[i], np.eye(dk)[j]
+    s_t, b_t = score_and_bound(impl, q, t, k, t, G, _spec(dk))
+    s_0, b_0 = score_and_bound(impl, q, 0, k, 0, G, _spec(dk))
+    tol = b_t + b_0
+    far = abs(delta) > WITNESS_MARGIN * tol  # the difference is far above rounding ...
+    if assume_margin:
+        assume(far)  # G far enough outside the commutant for this dtype
+    else:
+        assert far
+    diff = _MP.mpf(s_t) - _MP.mpf(s_0)  # exact at MP_DPS digits
+    assert abs(diff - delta) <= tol - MP_REL * abs(delta)  # ... and it is observed
+    assert abs(diff) > tol  # equal exact scores would differ by at most tol
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -116,12 +173,7 @@ def _witness(impl, G: np.ndarray) -> tuple[int, int, int, float, float]:
 def test_trained_operator_scores_are_not_offset_only(impl, head):
     """Necessity, on the real trained G_LM (not in the commutant): scores at positions
     (0, 0) and (t, t) differ for a witness e_i, e_j where R_t^T G R_t - G is large."""
-    G = impl.round(trained_g_lm()[head])
-    i, j, t, delta, tol = _witness(impl, G)
-    q, k = np.eye(64)[i], np.eye(64)[j]
-    assert abs(delta) > 4 * tol  # the difference is far above rounding ...
-    diff = score(impl, q, t, k, t, G) - score(impl, q, 0, k, 0, G)
-    assert abs(diff - delta) <= tol + 4 * U64 * np.max(np.abs(G))  # ... and it is observed
+    _observed(impl, impl.round(trained_g_lm()[head]), assume_margin=False)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -129,10 +181,4 @@ def test_trained_operator_scores_are_not_offset_only(impl, head):
 def test_non_commuting_operator_has_a_witness(impl, dk, data):
     """Necessity for drawn G: if G R_1 != R_1 G, the unit-vector witness shows a score that
     changes under a common shift m, n -> m + t, n + t."""
-    G = impl.round(data.draw(arrays((dk, dk), 2.0), label="G"))
-    i, j, t, delta, tol = _witness(impl, G)
-    q, k = np.eye(dk)[i], np.eye(dk)[j]
-    assume(abs(delta) > 4 * tol)  # G far enough outside the commutant for this dtype
-    diff = score(impl, q, t, k, t, G) - score(impl, q, 0, k, 0, G)
-    assert abs(diff - delta) <= tol + 4 * U64 * np.max(np.abs(G))
-    assert abs(diff) > 2 * tol
+    _observed(impl, impl.round(data.draw(arrays((dk, dk), 2.0), label="G")), assume_margin=True)

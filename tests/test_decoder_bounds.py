@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from pyverify.reference.rope import apply_rope
-from pyverify.testing.decoder_bounds import rotations
 from pyverify.testing.impls import REFERENCE
+from pyverify.testing.rope_bounds import rotations
 from pyverify.testing.stage_bounds import mp_context, mpf_fraction
 
 

@@ -21,6 +21,7 @@ import torch
 __all__ = [
     "DECLARED",
     "LIB_ACCURACY",
+    "TRIG_ACCURACY",
     "certificate",
     "certificate_status",
     "exp_accuracy",
@@ -49,6 +50,13 @@ DECLARED: dict[str, tuple[float, float]] = {
 #: stages (1 ulp for
 #: NumPy/glibc and Sleef ``u10``; 2 ulp declared), by compute dtype.
 LIB_ACCURACY: dict[str, float] = {"float64": 2.0**-51, "float32": 2.0**-22}
+
+#: ``[fp_elementwise]`` Absolute error (the ``eta_f``; values in ``[-1, 1]``) of the float64
+#: library ``cos`` and ``sin`` of the RoPE rotations: NumPy's, torch's CPU (Sleef ``u10``,
+#: 1 ulp) and CUDA's (2 ulp documented): 2 ulp of ``[1/2, 1)`` declared, ``2^-52``. Checked
+#: against mpmath on the drawn angles by ``property_tests/test_rope_*.py``
+#: (:func:`pyverify.testing.rope_bounds.trig_excess`).
+TRIG_ACCURACY: float = 2.0**-52
 
 #: Which declared exponential a certificate entry replaces.
 _CERTIFIED_KEY = "exp_u20"

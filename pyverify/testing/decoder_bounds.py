@@ -11,21 +11,23 @@ on the exact operands and the incoming bound. Two attention sublayers:
 * keys and a supplied metric ``G`` per head (:func:`pass_bound`: the pass an
   implementation runs with ``G`` given, a cached decode's included, ``fp_cached_decode``):
   the projections (``fp_decoder_step_affine``), RoPE (the same, with the exact rotation as
-  the map, :func:`rope_bound`), the scores from computed queries and keys
-  (``[fp_head_scores]``, :func:`~pyverify.fp.models.scores_bound_perturbed`), the output
-  (``[fp_head_output]``, :func:`~pyverify.fp.attention.head_output_bound`) plus the
-  values' error through the exact weights, the output projection and the residual.
+  the map, :func:`~pyverify.testing.rope_bounds.rope_bound`), the scores from computed
+  queries and keys (``[fp_head_scores]``,
+  :func:`~pyverify.fp.models.scores_bound_perturbed`), the output (``[fp_head_output]``,
+  :func:`~pyverify.fp.attention.head_output_bound`) plus the values' error through the
+  exact weights, the output projection and the residual.
 
 The exact function is that of the parameters *as the implementation holds them*
-(:func:`held_decoder`: rounded to its dtype), with the real ``sqrt(d_model)``, ``1/sqrt(dk)``,
-``eps`` and RoPE angles ``n base^(-2p/dk)``. What an implementation computes differently
-is in the bounds: the held scale ``sqrt(d_model)`` (:func:`embedding_bound`), the ``eps``
-it adds (``eta_eps`` of :func:`~pyverify.testing.stage_bounds.layernorm_bound`) and its
-RoPE table, read out of its own ``rope`` and certified entry by entry against mpmath
-(:func:`rotations`). Premises beyond the stage statements': the decoder's rotations are
-those of its ``rope`` (the kernels' decode step reads a table of the same numbers,
-:class:`pyverify.kernels.rope.RopeTable`), and SDPA runs the backend the bound models
-(the tests pin it).
+(:func:`held_decoder`: rounded to its dtype), with the real ``sqrt(d_model)``,
+``1/sqrt(dk)``, ``eps`` and RoPE angles ``n base^(-2p/dk)``. What an implementation
+computes differently is in the bounds: the held scale ``sqrt(d_model)``
+(:func:`embedding_bound`), the ``eps`` it adds (``eta_eps`` of
+:func:`~pyverify.testing.stage_bounds.layernorm_bound`) and its RoPE table, read out of its
+own ``rope`` and certified entry by entry against mpmath
+(:func:`~pyverify.testing.rope_bounds.rotations`). Premises beyond the stage statements':
+the decoder's rotations are those of its ``rope`` (the kernels' decode step reads a table
+of the same numbers, :class:`pyverify.kernels.rope.RopeTable`), and SDPA runs the backend
+the bound models (the tests pin it).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -42,14 +43,14 @@ import torch
 
 from pyverify.fp import stages
 from pyverify.fp.attention import attention_bound, head_output_bound, sdpa_backend
-from pyverify.fp.formulas import EVAL_SLACK, fp_dot_product, fp_elementwise
-from pyverify.fp.learner import float_up
+from pyverify.fp.formulas import EVAL_SLACK, fp_elementwise
 from pyverify.fp.models import scores_bound_perturbed
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
 from pyverify.reference import Decoder
 from pyverify.reference import mp_stages as mps
 from pyverify.reference.params import SWIGLU_FIELDS
 from pyverify.reference.rope import ROPE_BASE
+from pyverify.testing.rope_bounds import Rotations, rope_bound, rope_mp, rotations
 from pyverify.testing.stage_bounds import (
     OutsideModel,
     StageArith,
@@ -64,99 +65,16 @@ from pyverify.testing.stage_bounds import (
 )
 
 __all__ = [
-    "Rotations",
     "cached_decode_bound",
     "decoder_bound",
     "embedding_bound",
     "held_decoder",
     "pass_bound",
-    "rope_bound",
-    "rotations",
     "zero_key_decoder",
 ]
 
 #: ``[fp_ieee_rounding]`` float64's unit round-off: an exact value rounded once to float64.
 U64 = UNIT_ROUNDOFF["float64"]
-
-
-# --------------------------------------------------------------------------- RoPE
-@dataclass(frozen=True)
-class Rotations:
-    """An implementation's RoPE table at positions ``0 .. S-1`` and its certificate.
-
-    ``c``, ``s``: ``(S, dk/2)`` cosines and sines as the implementation holds them;
-    ``e_c``, ``e_s``: their distances to the exact ``cos``/``sin`` of ``n theta_p``, rounded
-    up; ``cos``, ``sin``: the exact values (mpf rows).
-    """
-
-    c: np.ndarray
-    s: np.ndarray
-    e_c: np.ndarray
-    e_s: np.ndarray
-    cos: list[list[Any]]
-    sin: list[list[Any]]
-
-
-def rotations(impl: Any, S: int, dk: int, base: float, ctx: Any) -> Rotations:
-    """``impl``'s rotations read out of its ``rope``, certified against mpmath.
-
-    Rows ``(1, 0, 1, 0, ...)`` at positions ``0 .. S-1``: the rotated row is
-    ``(c^_p, s^_p)`` per plane (products with 1 and 0 and sums with 0 are exact). Each
-    entry's distance to ``cos``/``sin(n theta_p)``, ``theta_p = base^(-2p/dk)`` exact, is
-    computed in mpmath and rounded up: it takes in the angle's formation, the library's
-    ``cos`` and ``sin`` and the rounding to the compute dtype, whatever they are.
-    """
-    unit = np.zeros((1, S, dk))
-    unit[..., 0::2] = 1.0
-    out = np.asarray(impl.rope(unit, offset=0), dtype=np.float64)[0]
-    c, s = out[:, 0::2], out[:, 1::2]
-    theta = [ctx.power(ctx.mpf(base), -ctx.mpf(2 * p) / dk) for p in range(dk // 2)]
-    cos = [[ctx.cos(n * t) for t in theta] for n in range(S)]
-    sin = [[ctx.sin(n * t) for t in theta] for n in range(S)]
-
-    def cert(held: np.ndarray, exact: list[list[Any]]) -> np.ndarray:
-        return np.array([[float_up(abs(Fraction(float(h)) - mpf_fraction(e)))
-                          for h, e in zip(hr, er, strict=True)]
-                         for hr, er in zip(held, exact, strict=True)])  # fmt: skip
-
-    return Rotations(c, s, cert(c, cos), cert(s, sin), cos, sin)
-
-
-def _rope_mp(X: list[list[Any]], rot: Rotations, dk: int) -> list[list[Any]]:
-    """The exact rotation of every head's ``dk`` columns of the rows ``X``."""
-    out = []
-    for n, row in enumerate(X):
-        y = list(row)
-        for j in range(0, len(row), 2):
-            p = (j % dk) // 2
-            c, s = rot.cos[n][p], rot.sin[n][p]
-            y[j], y[j + 1] = c * row[j] - s * row[j + 1], s * row[j] + c * row[j + 1]
-        out.append(y)
-    return out
-
-
-def rope_bound(ax: np.ndarray, d: np.ndarray, rot: Rotations, dk: int, sa: StageArith):
-    """``[fp_decoder_step]`` RoPE on computed rows: the affine stage, the exact rotation as map.
-
-    ``fp_decoder_step_affine``. ``ax``: the exact rows' magnitudes, ``d``: their error
-    (``|x^| <= ax + d``). Per plane the kernel forms ``c^ x0 - s^ x1`` and
-    ``s^ x0 + c^ x1``: two products, rounded or fused (``[fp_dot_product]``, ``n = 2``,
-    each product underflowing by ``eta``), within the certificate of the exact rotation's
-    action (``e_c |x0| + e_s |x1|``): ``B``; the map's entries ``|cos| <= |c^| + e_c``,
-    ``|sin| <= |s^| + e_s`` carry ``d``.
-    """
-    reps = ax.shape[1] // dk
-    c, s = np.abs(np.tile(rot.c, reps)), np.abs(np.tile(rot.s, reps))
-    e_c, e_s = np.tile(rot.e_c, reps), np.tile(rot.e_s, reps)
-    a = ax + d
-    a0, a1, d0, d1 = a[:, 0::2], a[:, 1::2], d[:, 0::2], d[:, 1::2]
-    u, eta2 = float(sa.u), 2 * float(sa.eta)
-    out = np.empty_like(ax)
-    out[:, 0::2] = (fp_dot_product(c * a0 + s * a1, 2, u, eta2) + e_c * a0 + e_s * a1
-                    + (c + e_c) * d0 + (s + e_s) * d1)  # fmt: skip
-    out[:, 1::2] = (fp_dot_product(s * a0 + c * a1, 2, u, eta2) + e_s * a0 + e_c * a1
-                    + (s + e_s) * d0 + (c + e_c) * d1)  # fmt: skip
-    return EVAL_SLACK * out
 
 
 # --------------------------------------------------------------------------- embedding
@@ -294,8 +212,8 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx):
     backend = sdpa_backend(sa.path, dk, dk)
 
     def qkv(X):
-        Q = _rope_mp(affine_mp(X, mha.Wq, mha.bq, ctx), rot, dk)
-        K = _rope_mp(affine_mp(X, mha.Wk, mha.bk, ctx), rot, dk)
+        Q = rope_mp(affine_mp(X, mha.Wq, mha.bq, ctx), rot, dk)
+        K = rope_mp(affine_mp(X, mha.Wk, mha.bk, ctx), rot, dk)
         return Q, K, affine_mp(X, mha.Wv, mha.bv, ctx)
 
     def f(X):
@@ -308,7 +226,7 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx):
         V, dV = _project(X, d, mha.Wv, mha.bv, sa, ctx)
         dQ = rope_bound(np.abs(f64(Q0)), dQ0, rot, dk, sa)
         dK = rope_bound(np.abs(f64(K0)), dK0, rot, dk, sa)
-        Q, K = _rope_mp(Q0, rot, dk), _rope_mp(K0, rot, dk)
+        Q, K = rope_mp(Q0, rot, dk), rope_mp(K0, rot, dk)
         scores, weights, heads = _heads_mp(Q, K, V, G, dk, ctx)
         q, k, v = f64(Q), f64(K), f64(V)
         S = len(X)
