@@ -1,4 +1,9 @@
-"""sdpa_special_case: G = I gives exactly the SDPA scores, attention rows and outputs."""
+"""sdpa_special_case: G = I gives exactly the SDPA scores, attention rows and outputs.
+
+Floating point: where the head and the oracle are two different evaluations of the same
+exact value, each is within its proved bound of it (``[fp_head_scores]``,
+``[fp_softmax]``, ``[fp_head_output]``) and the tolerance is the sum of the two bounds.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from pyverify.fp.models import REFERENCE_ARITHMETIC, scores_bound
 from pyverify.reference import mp, plga_forward, plga_forward_full
 from pyverify.reference import numpy_head as nh
-from pyverify.testing.impls import ALL, REFERENCE, attention_bound, gamma, impl_ids
+from pyverify.testing.fp import arith, attention_path
+from pyverify.testing.impls import ALL, REFERENCE, attention_bound, impl_ids
+from pyverify.testing.softmax_bounds import U64, reference_error
 from pyverify.testing.strategies import head_params, qkv, with_constant_g
 
 pytestmark = pytest.mark.theorem("sdpa_special_case")
@@ -38,15 +46,18 @@ def _check_is_sdpa(impl, res, q, k, v, causal):
     dk = q.shape[1]
     if impl.name not in ("reference", "kernels"):
         # Any other implementation: against the reference's independent textbook SDPA
-        # (float64) on the same rounded inputs; the implementation's evaluation is within
-        # attention_bound of the exact value, the float64 one within it too (u64 <= u_c).
+        # (float64) on the same rounded inputs; the implementation's evaluation and the
+        # float64 one are each within their attention_bound of the exact value.
         want = REFERENCE.sdpa(q, k, v, causal=causal)
-        assert np.max(np.abs(res.out - want)) <= 2 * attention_bound(impl, q, None, k, v)
+        own = attention_bound(impl, q, None, k, v)
+        oracle = attention_bound(REFERENCE, q, None, k, v)
+        assert np.max(np.abs(res.out - want)) <= own + oracle
         if res.E is not None:  # scores: Q I = Q exactly, then one product and the scale
             E = q @ k.T / np.sqrt(dk)
-            assert np.max(np.abs(res.E - E)) <= 2 * gamma(dk + 1, impl.u_compute) * np.max(
-                np.abs(q) @ np.abs(k).T
-            ) / np.sqrt(dk) + impl.u_io * np.max(np.abs(E))
+            eye = np.eye(dk)
+            own_e = scores_bound(arith(impl), q, k, eye, None, attention_path(impl))
+            oracle_e = scores_bound(REFERENCE_ARITHMETIC, q, k, eye, None, "reference")
+            assert np.all(np.abs(res.E - E) <= own_e + oracle_e)
         return
     want = impl.sdpa(q, k, v, causal=causal)
     if impl.name == "reference":
@@ -54,24 +65,33 @@ def _check_is_sdpa(impl, res, q, k, v, causal):
         # exact zeros), so the scores equal SDPA's Q K^T / sqrt(dk) bitwise.
         assert np.array_equal(res.E, q @ k.T / np.sqrt(dk))
         # Rows and outputs against the independent textbook SDPA: two float64 evaluations
-        # of the same softmax(E) V, each within attention_bound.
-        tol = 2 * attention_bound(impl, q, None, k, v)
-        assert np.max(np.abs(res.out - want)) <= tol
-        E = q @ k.T / np.sqrt(dk)
-        if causal:
-            s_q, s_k = E.shape
-            E = np.where(np.arange(s_k)[None] <= np.arange(s_q)[:, None] + s_k - s_q, E, -np.inf)
+        # of the same softmax(E) V, the head's and the textbook's, each within its
+        # attention_bound.
+        head = attention_bound(impl, q, None, k, v)
+        textbook = attention_bound(REFERENCE, q, None, k, v)
+        assert np.max(np.abs(res.out - want)) <= head + textbook
+        E0 = q @ k.T / np.sqrt(dk)
+        s_q, s_k = E0.shape
+        allowed = np.arange(s_k)[None] <= np.arange(s_q)[:, None] + s_k - s_q
+        allowed = allowed if causal else np.ones_like(allowed)
+        E = np.where(allowed, E0, -np.inf)
         p = np.exp(E - E.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
-        # rows: exp, sum and division of the same scores: gamma_{S_k+2} per entry, twice
-        assert np.max(np.abs(res.weights - p)) <= 2 * (E.shape[1] + 2) * impl.u_compute * 1.01
+        # rows: the head's masked softmax and the textbook's, both NumPy's float64 softmax
+        # of the same held scores: each within reference_error ([fp_softmax] at u64) of the
+        # exact rows, one bound per evaluation
+        row_head, row_textbook = reference_error(E0, allowed), reference_error(E0, allowed)
+        assert np.all(np.abs(res.weights - p) <= row_head + row_textbook)
     elif impl.dtype in EXACT_SDPA:
         # Q G with G = I is exact and the same fused SDPA call follows: bitwise equal.
         assert np.array_equal(res.out, want)
     else:
         # bf16/fp16: Q G enters SDPA as [hi, lo] = [Q, 0] against [K, K] (head dim 2 dk):
-        # a different kernel shape, so two evaluations each within attention_bound.
-        assert np.max(np.abs(res.out - want)) <= 2 * attention_bound(impl, q, None, k, v)
+        # a different kernel shape, so two evaluations each within its attention_bound
+        # (the head's scores path sdpa_split, the plain SDPA's sdpa_plain).
+        head = attention_bound(impl, q, None, k, v)
+        plain = attention_bound(impl, q, None, k, v, path="sdpa_plain")
+        assert np.max(np.abs(res.out - want)) <= head + plain
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -153,12 +173,11 @@ def test_oracle_sdpa_is_torch_sdpa():
 @given(cases())
 def test_identity_operator_output_is_exact_sdpa_within_bound(impl, case):
     """Against exact arithmetic: the head with G = I is within attention_bound of the exact
-    softmax(Q K^T / sqrt(dk)) V (mpmath, 30 digits, on the same rounded inputs)."""
+    softmax(Q K^T / sqrt(dk)) V (mpmath, 30 digits, on the same rounded inputs), plus the
+    oracle's rounding to float64 (``u64 |want|``, ``[fp_ieee_rounding]``)."""
     q, k, v, params, causal = case
     q, k, v = impl.round(q), impl.round(k), impl.round(v)
     dk = q.shape[1]
     got = impl.plga(q, k, v, params, G=np.eye(dk), causal=causal).out
     want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=np.eye(dk), dps=30)[0])
-    assert np.all(
-        np.abs(got - want) <= attention_bound(impl, q, None, k, v) + 2**-53 * np.abs(want)
-    )
+    assert np.all(np.abs(got - want) <= attention_bound(impl, q, None, k, v) + U64 * np.abs(want))

@@ -1,6 +1,15 @@
-"""softmax_shift: softmax (masked or not) is invariant under adding one constant to a row."""
+"""softmax_shift: softmax (masked or not) is invariant under adding one constant to a row.
+
+Floating point: the exact softmax of ``E + c`` is that of ``E`` (the statement), so the two
+computed rows differ by at most the sum of their bounds against it
+(:func:`shift_error`): each row's ``[fp_softmax]`` / ``[fp_head_output]`` bound, the
+shifted row's with the held ``E + c``'s distance to the exact ``E + c``.
+"""
 
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -10,12 +19,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pyverify.reference import causal_mask, masked_softmax, plga_forward_full
-from pyverify.testing.impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
+from pyverify.testing.impls import ALL, FLOAT, REFERENCE, impl_ids
+from pyverify.testing.softmax_bounds import reference_error, softmax_error
 from pyverify.testing.strategies import arrays, examples, grid_arrays, head_params
 
 pytestmark = pytest.mark.theorem("softmax_shift")
-
-LOG2E = 1.4426950408889634
 
 
 @st.composite
@@ -32,34 +40,42 @@ def score_rows(draw, grid: bool):
     return E, c, draw(st.booleans())
 
 
-def shift_tolerance(impl, E, c, p_max: float, exact_inputs: bool) -> float:
-    """Bound on ``|softmax(E + c) - softmax(E)|`` for one implementation.
+def held_distance(held, E, c) -> np.ndarray:
+    """``|held - (E + c)|`` entrywise against the exact sum (Fractions), rounded up."""
 
-    * Inputs: if ``E + c`` is not exact in the dtype it is rounded once: each score moves
-      by <= u_io (|E| + |c|) (``exact_inputs`` = False).
-    * Internals: fused kernels may evaluate ``exp2(x log2e - m log2e)`` rather than
-      ``exp(x - m)``; the products with log2e are rounded (u_c |x| log2e each), so an
-      argument moves by <= 2 u_c M log2e with M = max(|E| + |c|) (zero for the
-      reference, which subtracts the row maximum exactly, but the bound is shared).
-    * A score perturbation d changes the softmax row by at most 2 max|d| (its Jacobian
-      ``diag(p) - p p^T`` has induced inf-norm <= 2 p_max); exp, the normaliser (S_k
-      terms) and the division add gamma_{S_k+2}(u_c); rounding the result to the dtype adds
-      u_io. Both sides are evaluated: everything counts twice.
+    def up(f: Fraction) -> float:
+        x = float(f)
+        return x if Fraction(x) >= f else math.nextafter(x, math.inf)
+
+    h, e, s = (a.ravel() for a in np.broadcast_arrays(np.asarray(held, np.float64), E, c))
+    d = [
+        up(abs(Fraction(float(x)) - Fraction(float(y)) - Fraction(float(z))))
+        for x, y, z in zip(h, e, s, strict=True)
+    ]
+    return np.array(d).reshape(np.shape(held))
+
+
+def shift_error(impl, E, c, held, causal: bool) -> np.ndarray:
+    """``[fp_softmax]`` / ``[fp_head_output]``: bound of ``|softmax^(held) - softmax^(E)|``.
+
+    ``E`` held exactly, ``held`` the shifted scores as the implementation holds them. Both
+    computed rows are within their bounds of the exact ``softmax(E) = softmax(E + c)``
+    (:func:`pyverify.testing.softmax_bounds.softmax_error`; the shifted row's scores off by
+    :func:`held_distance` from the exact ``E + c``): the sum of the two bounds.
     """
-    M = float(np.max(np.abs(E)) + np.max(np.abs(c)))
-    d_in = 0.0 if exact_inputs else impl.u_io * M
-    d_arg = 2 * impl.u_compute * M * LOG2E
-    return 2 * (2 * (d_in + d_arg) * p_max + (gamma(E.shape[1] + 2, impl.u_compute) + impl.u_io))
+    d = held_distance(held, E, c)
+    return softmax_error(impl, held, causal, d) + softmax_error(impl, E, causal)
 
 
 def _assert_shift_invariant_exact(impl, case) -> None:
     """softmax(E + c) = softmax(E) within the arithmetic bound (E + c exact in the dtype)."""
     E, c, causal = case
+    held = impl.round(E + c)
+    assert np.array_equal(held, E + c)  # the shift is exact in the dtype
     base = impl.softmax(E, causal=causal)
-    shifted = impl.softmax(E + c, causal=causal)
+    shifted = impl.softmax(held, causal=causal)
     assert np.all(np.isfinite(shifted))
-    tol = shift_tolerance(impl, E, c, float(base.max()), exact_inputs=True)
-    assert np.max(np.abs(shifted - base)) <= tol
+    assert np.all(np.abs(shifted - base) <= shift_error(impl, E, c, held, causal))
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -76,8 +92,7 @@ def test_row_shift_leaves_softmax_unchanged_any_floats(impl, case):
     Ec = impl.round(E + c)  # the shifted scores as the dtype holds them
     base = impl.softmax(E, causal=causal)
     shifted = impl.softmax(Ec, causal=causal)
-    tol = shift_tolerance(impl, E, c, float(base.max()), exact_inputs=False)
-    assert np.max(np.abs(shifted - base)) <= tol
+    assert np.all(np.abs(shifted - base) <= shift_error(impl, E, c, Ec, causal))
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
@@ -113,7 +128,7 @@ def test_head_rows_are_the_masked_softmax_of_its_scores(impl, data):
     """Inside the head: attention rows = masked softmax of the head's scores under the
     causal mask AND an extra mask (exactly the same function: bitwise), masked entries get
     weight 0, and shifting each row of the scores leaves the rows unchanged (within the
-    bound above; the scores are not dyadic here, so E + c is rounded)."""
+    bounds of :func:`shift_error`; the scores are not dyadic here, so E + c is rounded)."""
     s_q = data.draw(st.integers(1, 6), label="s_q")
     s_k = data.draw(st.integers(s_q, 6), label="s_k")
     dk = data.draw(st.sampled_from([2, 4]), label="dk")
@@ -128,9 +143,14 @@ def test_head_rows_are_the_masked_softmax_of_its_scores(impl, data):
     assert np.array_equal(res.weights, masked_softmax(res.E, allowed))
     assert np.all(res.weights[~allowed] == 0)
     c = data.draw(arrays((s_q, 1), 10.0), label="c")
-    shifted = masked_softmax(res.E + c, allowed)
-    tol = shift_tolerance(impl, res.E, c, float(res.weights.max()), exact_inputs=False)
-    assert np.max(np.abs(shifted - res.weights)) <= tol
+    held = res.E + c  # rounded to float64
+    shifted = masked_softmax(held, allowed)
+    # [fp_softmax] both float64 rows (any mask) against the exact softmax(E) = softmax(E + c)
+    d = held_distance(held, res.E, c)
+    assert np.all(
+        np.abs(shifted - res.weights)
+        <= reference_error(held, allowed, d) + reference_error(res.E, allowed)
+    )
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
@@ -177,5 +197,5 @@ def test_large_row_shift_leaves_softmax_unchanged(impl, case):
     """The theorem holds for every constant, so also for shifts far past exp's range
     (|c| up to 4096 > 709): an implementation must not evaluate exp(E + c) unshifted.
     E + c is exact in float32 and float64 (a multiple of 1/8 below 2^13), so only the
-    arithmetic bound of :func:`shift_tolerance` applies (its exp2 term grows with |c|)."""
+    arithmetic bounds of :func:`shift_error` apply."""
     _assert_shift_invariant_exact(impl, case)

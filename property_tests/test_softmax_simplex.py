@@ -4,18 +4,25 @@ Statement: a masked softmax row is > 0 on allowed entries, exactly 0 on masked o
 sums to 1; for an injective exp, two rows (same mask) are equal iff the scores differ by a
 constant on the allowed entries.
 
-Floating-point form. Each computed entry is ``p_i (1 + e_i)`` with ``|e_i| <= eps`` where
-(see :func:`entry_rel_error`) eps collects exp, the normaliser, and the roundings of the
-row to the dtype. Then
+Floating-point form. Each computed entry is within its proved bound ``err_i`` of the exact
+weight ``p_i`` (:func:`pyverify.testing.softmax_bounds.softmax_error`: ``[fp_softmax]``,
+``[fp_head_output]``). Then
 
-* ``|sum_i p^_i - 1| <= eps`` (a weighted average of the e_i);
-* ``p^_i >= p_i (1 - eps) > 0`` as long as ``p_i`` stays a normal number of the dtype,
+* ``|fl(sum_i p^_i) - 1|`` is within ``sum err_i`` plus the float64 sum's own rounding
+  (:func:`~pyverify.testing.softmax_bounds.row_sum_bound`, ``[fp_summation]``);
+* ``p^_i >= p_i - err_i > 0`` as long as ``p_i`` stays a normal number of the dtype,
   which the score ranges below guarantee (``p_i >= exp(-range) / S_k``);
 * the "equal iff shift" part is checked through what makes it true: the row determines
   the score differences, ``log p_i - log p_j = e_i - e_j``; computed rows recover them
-  within ``2 eps / (1 - eps)`` (``|log(1 + x)| <= |x| / (1 - |x|)``). So rows of scores
-  differing by a shift agree within the shift bound, and scores whose difference is not
-  constant (spread above twice the recovery bound) can never give equal rows.
+  within :func:`~pyverify.testing.softmax_bounds.log_ratio_bound` (``[fp_elementwise]``
+  for NumPy's ``log``, whose declared accuracy is checked against mpmath, and
+  ``[fp_summation]``). So rows of scores differing by a shift agree within the shift
+  bound, and scores whose difference is not constant (two log-ratios apart by more than
+  both recovery bounds, compared exactly) can never give equal rows.
+
+The spec written out (NumPy float64) is an oracle with its own proved error
+(:func:`~pyverify.testing.softmax_bounds.reference_error`, ``[fp_softmax]`` at ``u64``):
+a computed row and the oracle differ by at most the sum of their two bounds.
 
 The exact part uses ``exp = 2^x`` on integers (an injective, multiplicative exp) and
 ``fractions.Fraction``: all four claims hold with equality, for any mask.
@@ -32,17 +39,23 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pyverify.reference import causal_mask, masked_softmax
-from pyverify.testing.bounds import softmax_rel_bound
-from pyverify.testing.impls import ALL, REFERENCE, gamma, impl_ids
+from pyverify.testing.impls import ALL, REFERENCE, impl_ids
+from pyverify.testing.softmax_bounds import (
+    base2_weights,
+    log_excess,
+    log_ratio_bound,
+    log_ratios,
+    reference_error,
+    row_sum_bound,
+    softmax_error,
+)
 from pyverify.testing.strategies import arrays, examples, grid_arrays
 
 pytestmark = pytest.mark.theorem("softmax_simplex")
 
-
-def entry_rel_error(impl, E, causal: bool) -> float:
-    """Relative error bound of one computed entry: the proved
-    :func:`pyverify.testing.bounds.softmax_rel_bound` (``fp_softmax``, ``fp_head_output``)."""
-    return softmax_rel_bound(impl, E, causal)
+#: ``[softmax_simplex]`` The kernel's instance ``softmax_simplex_pow2``: weight 1 of the
+#: base-2 rows ``(0, 1)`` (and ``(5, 6)``, a shift of it) and ``(0, 2)``.
+POW2_01, POW2_02 = Fraction(2, 3), Fraction(4, 5)
 
 
 @st.composite
@@ -72,16 +85,16 @@ def test_rows_lie_on_the_simplex(impl, data):
     E, causal = data.draw(score_cases(impl))
     p = impl.softmax(E, causal=causal)
     allowed = _allowed(E, causal)
-    eps = entry_rel_error(impl, E, causal)
+    err = softmax_error(impl, E, causal)
     assert np.all(p[allowed] > 0)  # positive where allowed ...
     assert np.all(p[~allowed] == 0)  # ... exactly zero where masked ...
-    assert np.max(np.abs(p.sum(axis=1) - 1)) <= eps  # ... and the row sums to one
-    # against the spec written out (float64, exp of exactly held scores): each entry
-    # within its relative bound (plus the float64 oracle's own, << eps)
+    assert np.all(np.abs(p.sum(axis=1) - 1) <= row_sum_bound(p, err))  # ... and sums to one
+    # against the spec written out (float64, exp of exactly held scores): the two rows
+    # within the sum of their bounds of the exact softmax
     Em = np.where(allowed, E, -np.inf)
     w = np.exp(Em - Em.max(axis=1, keepdims=True))
     want = w / w.sum(axis=1, keepdims=True)
-    assert np.all(np.abs(p - want) <= (eps + gamma(E.shape[1] + 4, 2.0**-53)) * want)
+    assert np.all(np.abs(p - want) <= err + reference_error(E, allowed))
 
 
 def masking_magnitude(dtype: str) -> float:
@@ -106,7 +119,7 @@ def test_masked_entries_get_zero_weight_at_masking_magnitude(impl, data):
     ``test_prefix_consistency.test_later_keys_of_masking_magnitude_are_not_read`` checks on
     ``plga``: an implementation may mask differently in its head and in ``softmax``.)
 
-    Tolerance: as :func:`test_rows_lie_on_the_simplex`, with the entry bound of the
+    Tolerance: as :func:`test_rows_lie_on_the_simplex`, with the entry bounds of the
     allowed scores only: masked scores take no part in an exact masked softmax's
     arithmetic (their weight is 0 whatever their value)."""
     s_q = data.draw(st.integers(2, 8), label="S_q")  # row 0 has a masked entry
@@ -123,12 +136,13 @@ def test_masked_entries_get_zero_weight_at_masking_magnitude(impl, data):
     p = impl.softmax(E, causal=True)
     assert np.all(p[~allowed] == 0)  # exactly zero where masked, however large the score
     assert np.all(p[allowed] > 0)
-    eps = entry_rel_error(impl, np.where(allowed, E, 0.0), True)
-    assert np.max(np.abs(p.sum(axis=1) - 1)) <= eps
+    held = np.where(allowed, E, 0.0)
+    err = softmax_error(impl, held, True)
+    assert np.all(np.abs(p.sum(axis=1) - 1) <= row_sum_bound(p, err))
     Em = np.where(allowed, E, -np.inf)
     w = np.exp(Em - Em.max(axis=1, keepdims=True))
     want = w / w.sum(axis=1, keepdims=True)
-    assert np.all(np.abs(p - want) <= (eps + gamma(s_k + 4, 2.0**-53)) * want)
+    assert np.all(np.abs(p - want) <= err + reference_error(held, allowed))
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -139,32 +153,36 @@ def test_rows_determine_scores_up_to_a_shift(impl, data):
     s_q, s_k = E1.shape
     allowed = _allowed(E1, causal)
     p1 = impl.softmax(E1, causal=causal)
-    eps = entry_rel_error(impl, E1, causal)
-    rec = 2 * eps / (1 - eps)
+    err1 = softmax_error(impl, E1, causal)
+    assert log_excess(p1[allowed]) <= 1  # NumPy's log within its declared accuracy here
     for r in range(s_q):
         a = np.flatnonzero(allowed[r])
-        lp = np.log(p1[r, a])
-        got = lp[:, None] - lp[None, :]
+        got = log_ratios(p1[r, a])
         want = E1[r, a][:, None] - E1[r, a][None, :]
-        assert np.max(np.abs(got - want)) <= rec
+        assert np.all(np.abs(got - want) <= log_ratio_bound(p1[r, a], err1[r, a], E1[r, a]))
     # a second score matrix, differing by a non-constant amount on some row's allowed
-    # entries: its rows cannot equal the first's there (the spread exceeds 2 rec)
+    # entries: its rows cannot equal the first's where two exact score differences are
+    # apart by more than both recovery bounds (compared exactly, in Fractions)
     if impl.dtype in ("bfloat16", "float16"):
         E2 = data.draw(grid_arrays((s_q, s_k), bound=3, denom=8))
     else:
         E2 = impl.round(data.draw(arrays((s_q, s_k), 10.0)))
     p2 = impl.softmax(E2, causal=causal)
-    rec2 = rec + 2 * entry_rel_error(impl, E2, causal) / (1 - entry_rel_error(impl, E2, causal))
+    err2 = softmax_error(impl, E2, causal)
+    assert log_excess(p2[allowed]) <= 1
     for r in range(s_q):
-        d = (E2 - E1)[r, allowed[r]]
-        if d.max() - d.min() > rec + rec2:
-            assert not np.array_equal(p1[r], p2[r])
-            # and quantitatively: the recovered log-ratios differ as the scores do, up to
-            # the recovery errors of both sides
-            a = np.flatnonzero(allowed[r])
-            l1, l2 = np.log(p1[r, a]), np.log(p2[r, a])
-            diff = (l2 - l1)[:, None] - (l2 - l1)[None, :]
-            assert np.max(np.abs(diff)) >= (d.max() - d.min()) - (rec + rec2)
+        a = np.flatnonzero(allowed[r])
+        rec = log_ratio_bound(p1[r, a], err1[r, a]) + log_ratio_bound(p2[r, a], err2[r, a])
+        g1, g2 = log_ratios(p1[r, a]), log_ratios(p2[r, a])
+        d = [Fraction(float(E2[r, j])) - Fraction(float(E1[r, j])) for j in a]
+        for i in range(a.size):
+            for j in range(a.size):
+                gap, room = abs(d[i] - d[j]), Fraction(float(rec[i, j]))
+                if gap > room:
+                    assert not np.array_equal(p1[r], p2[r])
+                # and quantitatively: the recovered log-ratios differ as the scores do, up
+                # to the recovery errors of both sides
+                assert abs(Fraction(float(g2[i, j])) - Fraction(float(g1[i, j]))) >= gap - room
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
@@ -176,16 +194,16 @@ def test_reference_simplex_with_any_mask(impl, data):
     mask = data.draw(hnp.arrays(np.bool_, (s_q, s_k)))
     mask[np.arange(s_q), data.draw(st.integers(0, s_k - 1))] = True
     p = masked_softmax(E, mask)
-    M = np.where(mask, E, -np.inf)
     # |E| <= 20: the smallest weight is >= exp(-40) / 7 = 6e-19, a normal float64
     assert np.all(p[mask] > 0) and np.all(p[~mask] == 0)
-    assert np.max(np.abs(p.sum(axis=1) - 1)) <= gamma(s_k + 4, 2.0**-53)
-    lp = np.log(np.where(mask, p, 1.0))
+    err = reference_error(E, mask)  # the reference computes the spec's float64 softmax
+    assert np.all(np.abs(p.sum(axis=1) - 1) <= row_sum_bound(p, err))
+    assert log_excess(p[mask]) <= 1
     for r in range(s_q):
         a = np.flatnonzero(mask[r])
-        got = lp[r, a][:, None] - lp[r, a][None, :]
-        want = M[r, a][:, None] - M[r, a][None, :]
-        assert np.max(np.abs(got - want)) <= 4 * gamma(s_k + 4, 2.0**-53) + 4 * 2.0**-53 * 40
+        got = log_ratios(p[r, a])
+        want = E[r, a][:, None] - E[r, a][None, :]
+        assert np.all(np.abs(got - want) <= log_ratio_bound(p[r, a], err[r, a], E[r, a]))
 
 
 # --------------------------------------------------------------------------- exact
@@ -235,17 +253,16 @@ def test_shift_detection_is_not_vacuous(n, data):
 
 
 # ------------------------------------------------- two carriers: base-2 softmax
-def _base2_rows(impl, rows: list[list[int]]) -> tuple[np.ndarray, float]:
+def _base2_rows(impl, rows: list[list[int]]) -> tuple[list[np.ndarray], Fraction]:
     """The implementation's softmax of the scores ``x ln 2`` (held in its dtype), and the
-    relative bound of each weight against the exact base-2 softmax of the integers ``x``:
-    the entry bound for the held scores plus the move of ``x ln 2`` to the dtype
-    (``|E - x ln 2| <= d`` moves each weight by a factor within ``e^{+-2d}``)."""
-    import math
+    relative bound of each weight against the exact base-2 softmax of the integers ``x``
+    (:func:`pyverify.testing.softmax_bounds.base2_weights`), the largest of the rows'."""
+    got = [base2_weights(impl, x) for x in rows]
+    return [g for g, _ in got], Fraction(max(r for _, r in got))
 
-    exact = np.array(rows, dtype=np.float64) * math.log(2)
-    E = impl.round(exact)
-    d = float(np.max(np.abs(E - exact)))
-    return impl.softmax(E), softmax_rel_bound(impl, E) + math.expm1(2 * d)
+
+def _frac(x) -> list[Fraction]:
+    return [Fraction(float(v)) for v in x]
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -263,13 +280,17 @@ def test_base2_softmax_the_genuine_model_of_the_lean(impl, data):
     j = int(np.argmin(x))
     bumped = [xi + (1 if i == j else 0) for i, xi in enumerate(x)]
     got, rel = _base2_rows(impl, [x, [xi + c for xi in x], bumped])
-    want = np.array([float(p) for p in _softmax2(x, [True] * n)])
-    want_b = np.array([float(p) for p in _softmax2(bumped, [True] * n)])
-    assert np.all(np.abs(got[0] - want) <= rel * want)
-    assert np.all(np.abs(got[1] - want) <= rel * want)  # a shift: the same row
-    assert np.all(np.abs(got[2] - want_b) <= rel * want_b)
+    got = [_frac(g) for g in got]  # compared exactly with the exact weights
+    want = _softmax2(x, [True] * n)
+    want_b = _softmax2(bumped, [True] * n)
+    assert all(abs(g - w) <= rel * w for g, w in zip(got[0], want, strict=True))
+    # a shift: the same row
+    assert all(abs(g - w) <= rel * w for g, w in zip(got[1], want, strict=True))
+    assert all(abs(g - w) <= rel * w for g, w in zip(got[2], want_b, strict=True))
     if n >= 2:  # not a shift: the rows differ beyond both bounds
         assert abs(got[2][j] - got[0][j]) > rel * (want[j] + want_b[j])
-    got, rel = _base2_rows(impl, [[0, 1], [0, 2], [5, 6]])
-    for row, w in ((0, 2 / 3), (1, 4 / 5), (2, 2 / 3)):
-        assert abs(got[row][1] - w) <= rel * w
+    instance = [[0, 1], [0, 2], [5, 6]]
+    got, rel = _base2_rows(impl, instance)
+    for row, w in ((0, POW2_01), (1, POW2_02), (2, POW2_01)):
+        assert _softmax2(instance[row], [True, True])[1] == w  # the oracle is the instance
+        assert abs(Fraction(float(got[row][1])) - w) <= rel * w

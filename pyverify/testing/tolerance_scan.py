@@ -101,10 +101,6 @@ RESIDUE: dict[str, tuple[int, str]] = {
     "property_tests/test_order_parameter_rms_bound.py": (1, _PENDING_TESTS),
     "property_tests/test_prefix_consistency.py": (4, _PENDING_TESTS),
     "property_tests/test_rank_one_generator.py": (3, _PENDING_TESTS),
-    "property_tests/test_score_perturbation.py": (27, _PENDING_TESTS),
-    "property_tests/test_sdpa_special_case.py": (7, _PENDING_TESTS),
-    "property_tests/test_softmax_shift.py": (3, _PENDING_TESTS),
-    "property_tests/test_softmax_simplex.py": (8, _PENDING_TESTS),
 }
 #: A name that holds or computes a tolerance.
 TOLERANCE_NAME = re.compile(
