@@ -30,12 +30,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from pyverify.fp.formulas import EVAL_SLACK, SMALLEST_NORMAL, prod1m
 from pyverify.fp.models import LIB_ACCURACY
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import PLGAParams
 from pyverify.testing.impls import FLOAT, impl_ids
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("hadamard_power_group")
+
+#: ``[fp_ieee_rounding]`` float64's unit round-off: a float64 product rounded once.
+U64 = UNIT_ROUNDOFF["float64"]
+#: [non-vacuity] A power ``x^(sP)`` with ``sP != 0`` and ``|ln x| > 1e-3`` must differ from
+#: 1 by more than this (``|sP ln x| >= 2.5e-4``): the law relates different matrices.
+DISTINCT = 1e-4
 
 
 @st.composite
@@ -55,6 +63,20 @@ def _power(impl, A, P, params) -> tuple[np.ndarray, np.ndarray]:
     return A_LM, A_P
 
 
+def product_rel_bound(r: float, u_prod: float) -> float:
+    """``[fp_elementwise]`` ``[fp_ieee_rounding]`` ``|fl(Ps Pt) - Pst| / |Pst|``.
+
+    Each computed power is the exact one within ``r`` relative (``fp_elementwise`` with an
+    exact input, ``d = 0``, results in the normal range: ``eta_f = 0``); the float64
+    product of the two rounds once at ``u_prod`` (``fp_ieee_rounding``, normal range; 0
+    for two float32 powers, whose product is a float64 number), so
+    ``|fl(Ps Pt) - x^(s+t)| <= ((1 + r)^2 (1 + u_prod) - 1) x^(s+t)`` and
+    ``|Pst - x^(s+t)| <= r x^(s+t)``, with ``x^(s+t) <= |Pst| / (1 - r)``. Evaluated
+    without cancellation (``prod1m``), times ``EVAL_SLACK``.
+    """
+    return EVAL_SLACK * (prod1m(r, r, u_prod) + r) / (1 - r)
+
+
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @given(power_cases())
 def test_hadamard_powers_add_exponents(impl, case):
@@ -64,12 +86,13 @@ def test_hadamard_powers_add_exponents(impl, case):
     L3, Pst = _power(impl, A, (s + t) * P, params)
     assert np.array_equal(L1, L2) and np.array_equal(L1, L3)  # one base, bitwise
     assert np.all(L1 > 0)
-    comp = "float64" if impl.u_compute == 2.0**-53 else "float32"
+    comp = "float64" if impl.u_compute == U64 else "float32"
     r, r64 = LIB_ACCURACY[comp], LIB_ACCURACY["float64"]
-    u_prod = 2.0**-53 if comp == "float64" else 0.0  # float32 x float32 is exact in float64
+    u_prod = U64 if comp == "float64" else 0.0  # float32 x float32 is exact in float64
     rhs = Pst  # the (s + t) power
-    tol = ((1 + r) ** 2 * (1 + u_prod) - 1 + r) / (1 - r)
-    assert np.all(np.abs(Ps * Pt - rhs) <= tol * np.abs(rhs))
+    # product_rel_bound's premise: every power in the normal range (no underflow term)
+    assert min(np.abs(Ps).min(), np.abs(Pt).min(), np.abs(Pst).min()) >= SMALLEST_NORMAL[comp]
+    assert np.all(np.abs(Ps * Pt - rhs) <= product_rel_bound(r, u_prod) * np.abs(rhs))
     # the oracle: float64 powers of the held base (within r64 relative)
     want = np.power(L1, (s + t) * P)
     assert np.all(np.abs(Pst - want) <= (r + r64) / (1 - r64) * want)
@@ -93,7 +116,7 @@ def test_powers_are_not_trivially_equal(impl, case):
     L, Ps = _power(impl, A, s * P, params)
     mask = (s * P != 0) & (np.abs(np.log(L)) > 1e-3)
     if np.any(mask):
-        assert np.all(np.abs(Ps[mask] - 1) > 1e-4)
+        assert np.all(np.abs(Ps[mask] - 1) > DISTINCT)
 
 
 # --------------------------------------------------------------------------- exact

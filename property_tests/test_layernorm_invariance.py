@@ -20,8 +20,10 @@ observable consequences ``test_fp_layernorm`` checks at float32). For a
 general positive factor the scaled row is rounded once (``u_c |a x|`` per entry),
 propagated by the same bound.
 
-Oracle: the row LayerNorm of the mpmath reference (30 digits, rounded once to float64),
-which imports neither implementation and does no NumPy arithmetic; the scaled rows are
+Oracle: the row LayerNorm of the mpmath reference (``MP_DPS`` digits, compared with the
+computed rows in mpmath by :func:`pyverify.testing.fp.mp_excess`, the oracle's own error
+``MP_REL`` taken off the bound), which imports neither implementation and does no NumPy
+arithmetic; the scaled rows are
 compared with the exact LayerNorm of the *unscaled* row, so the real ``1/sqrt`` and its
 homogeneity ``r(s^2 v) s = r(v)`` (the hypothesis ``RSqrtMap.Homogeneous`` of the Lean
 ``layernorm_invariance_scale``) are what the tests check, not only agreement of two calls.
@@ -32,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-import mpmath
 import numpy as np
 import pytest
 import torch
@@ -41,12 +42,14 @@ from hypothesis import strategies as st
 
 import pyverify.kernels as kern
 from pyverify.conformance.subject import not_applicable
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import mp as rmp
-from pyverify.reference import numpy_head as nh
+from pyverify.testing.fp import mp_excess
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
 from pyverify.testing.stage_bounds import (
     OutsideModel,
+    f64,
     layernorm_bound,
     mp_context,
     stage_arith,
@@ -54,6 +57,13 @@ from pyverify.testing.stage_bounds import (
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("layernorm_invariance")
+
+#: ``[fp_ieee_rounding]`` float64's unit round-off: a float64 row stands for the exact row
+#: it is the rounding of.
+U64 = UNIT_ROUNDOFF["float64"]
+#: [non-vacuity] With ``eps > 0``, scaling a row down must move its LayerNorm by more than
+#: this many times the two evaluations' proved bounds (visibly, not by rounding).
+VISIBLE = 10
 
 
 def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
@@ -71,19 +81,23 @@ def _bound(impl, X, dX, params, eps, gamma=None, beta=None) -> np.ndarray:
     g, b = _held(impl, params) if gamma is None else (gamma, beta)
     X = np.asarray(X, np.float64)
     xs = [[Fraction(float(t)) for t in row] for row in X]
-    d = np.asarray(dX, np.float64) + 2.0**-53 * np.abs(X)
+    d = np.asarray(dX, np.float64) + U64 * np.abs(X)
     try:
         return layernorm_bound(xs, d, g, b, eps, stage_arith(impl), mp_context())
     except OutsideModel:
         reject()
 
 
-def _oracle(X, gamma, beta, eps: float) -> np.ndarray:
-    """The exact row LayerNorm (mpmath, 30 digits), rounded once to float64: independent of
-    both implementations."""
-    ctx = mpmath.MPContext()
-    ctx.dps = 30
-    return rmp.to_numpy(rmp.layer_norm_rows(X, gamma, beta, eps, ctx))
+def _oracle(X, gamma, beta, eps: float) -> list:
+    """The exact row LayerNorm (mpmath rows at ``MP_DPS`` digits): independent of both
+    implementations."""
+    return rmp.layer_norm_rows(X, gamma, beta, eps, mp_context())
+
+
+def _within(got, want, bound) -> bool:
+    """``|got - want| <= bound`` entrywise, ``want`` the mpmath oracle (its own error taken
+    off the bound: :func:`pyverify.testing.fp.mp_excess`)."""
+    return mp_excess(np.atleast_2d(got), want, np.atleast_2d(bound)) <= 1
 
 
 def _held(impl, params) -> tuple[np.ndarray, np.ndarray]:
@@ -122,8 +136,8 @@ def test_row_layernorm_ignores_a_row_shift(impl, case, eps):
     assert np.all(np.abs(a - b) <= tol)
     # the oracle: the exact LayerNorm with gamma/beta as the implementation holds them
     want = _oracle(X, *_held(impl, params), eps)
-    assert np.all(np.abs(a - want) <= _bound(impl, X, z, params, eps) + 1e-15 * np.abs(want))
-    assert np.all(np.abs(b - want) <= _bound(impl, Y, z, params, eps) + 1e-15 * np.abs(want))
+    assert _within(a, want, _bound(impl, X, z, params, eps))
+    assert _within(b, want, _bound(impl, Y, z, params, eps))
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
@@ -147,10 +161,9 @@ def test_row_layernorm_without_eps_ignores_positive_scaling(impl, case, k, a):
     assert np.all(np.abs(lx - la) <= tol)
     # the oracle: every evaluation against the exact LayerNorm of the unscaled row
     want = _oracle(X, *_held(impl, params), 0.0)
-    slack = 1e-15 * np.abs(want)
-    assert np.all(np.abs(lx - want) <= _bound(impl, X, z, params, 0.0) + slack)
-    assert np.all(np.abs(ly - want) <= _bound(impl, Y, z, params, 0.0) + slack)
-    assert np.all(np.abs(la - want) <= _bound(impl, a * X, dY, params, 0.0) + slack)
+    assert _within(lx, want, _bound(impl, X, z, params, 0.0))
+    assert _within(ly, want, _bound(impl, Y, z, params, 0.0))
+    assert _within(la, want, _bound(impl, a * X, dY, params, 0.0))
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
@@ -167,22 +180,21 @@ def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
     X, _, params = case
     g, b = _held(impl, params)
     want = _oracle(X, g, b, eps)
-    slack = 1e-15 * np.abs(want)
     z = np.zeros_like(X)
     lx = _ln_impl(impl, X, params, eps)
     tx = _bound(impl, X, z, params, eps)
-    assert np.all(np.abs(lx - want) <= tx + slack)
+    assert _within(lx, want, tx)
     s = 2.0**k
     ls = _ln_impl(impl, X * s, params, eps * s * s)
     ts = _bound(impl, X * s, z, params, eps * s * s)
-    assert np.all(np.abs(ls - want) <= ts + slack)
+    assert _within(ls, want, ts)
     assert np.all(np.abs(ls - lx) <= tx + ts)
     Ya, ea = impl.hold(a * X), impl.hold(a * a * eps)
     la = _ln_impl(impl, Ya, params, ea)
     dY = impl.u_compute * np.abs(a * X)
     ta = _bound(impl, a * X, dY, params, a * a * eps)
-    ta = ta + (1 / np.sqrt(1 - impl.u_compute) - 1) * np.abs(want - b)
-    assert np.all(np.abs(la - want) <= ta + slack)
+    ta = ta + (1 / np.sqrt(1 - impl.u_compute) - 1) * np.abs(f64(want) - b)
+    assert _within(la, want, ta)
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
@@ -197,7 +209,7 @@ def test_positive_eps_breaks_scale_invariance(impl, case):
     lx, ls = _ln_impl(impl, X, params, eps), _ln_impl(impl, small, params, eps)
     z = np.zeros_like(X)
     tol = _bound(impl, X, z, params, eps) + _bound(impl, small, z, params, eps)
-    assert np.max(np.abs(lx - ls)) > 10 * np.max(tol)
+    assert np.max(np.abs(lx - ls)) > VISIBLE * np.max(tol)
 
 
 # --------------------------------------------------------------------------- decoder
@@ -249,9 +261,8 @@ def test_decoder_embedding_layernorm_invariances(impl, case, eps):
     assert np.all(np.abs(x[0] - x[1]) <= tol(rows[0]) + tol(rows[1]))
     if eps == 0.0:
         assert np.all(np.abs(x[0] - x[2]) <= tol(rows[0]) + tol(rows[2]))
-    # the oracle: the float64 formula with the model's gamma/beta
-    exact = nh.layer_norm_rows(rows[0][None], g, b, eps)
-    assert np.all(np.abs(x[0] - exact) <= tol(rows[0]) + 1e-15 * np.abs(exact))
+    # the oracle: the exact LayerNorm (mpmath) with the model's gamma/beta
+    assert _within(x[0], _oracle(rows[0][None], g, b, eps), tol(rows[0]))
 
 
 # ------------------------------------------------- the Lean's rescaling instance
@@ -286,18 +297,16 @@ def test_rsqrt_off_the_squares_on_the_lean_values(impl):
     row LayerNorm with ``gamma = 1``, ``beta = 0``: the row ``(-1, 1)`` with ``eps = 1``
     gives ``(-r(2), r(2))``, the row ``(-3, 3)`` with ``eps = 9`` gives
     ``(-3 r(18), 3 r(18))``; both must be ``(-1/sqrt 2, 1/sqrt 2)``. Oracle: mpmath's
-    ``1/sqrt(2)``; tolerance: the evaluation bound of each row (exact inputs)."""
+    ``1/sqrt(2)`` (compared in mpmath); tolerance: the evaluation bound of each row (exact
+    inputs)."""
     base = dataclasses.replace(
         PLGAParams.random(dk=2, a_dff=1, num_reslayer=0, num_dense=0, seed=0),
         ln0_gamma=np.ones(2),
         ln0_beta=np.zeros(2),
     )
-    ctx = mpmath.MPContext()
-    ctx.dps = 30
-    r2 = float(1 / ctx.sqrt(2))
-    want = np.array([[-r2, r2], [-r2, r2]])
+    r2 = 1 / mp_context().sqrt(2)
+    want = [[-r2, r2], [-r2, r2]]
     for c, eps in ((1.0, 1.0), (3.0, 9.0)):
         X = np.array([[-c, c], [-c, c]])
         got = _ln_impl(impl, X, base, eps)
-        tol = _bound(impl, X, np.zeros_like(X), base, eps) + 1e-16
-        assert np.all(np.abs(got - want) <= tol)
+        assert _within(got, want, _bound(impl, X, np.zeros_like(X), base, eps))

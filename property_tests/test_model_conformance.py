@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -44,9 +45,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyverify.conformance.subject import not_applicable
+from pyverify.fp.exps import LIB_ACCURACY, TRIG_ACCURACY
+from pyverify.fp.formulas import EVAL_SLACK, fp_elementwise
 from pyverify.kernels.model import from_reference as kernel_decoder
 from pyverify.reference import LN_EPS, METRIC_EPS, ROPE_BASE, Decoder, PLGAParams, plga_forward
+from pyverify.reference import mp as rmp
 from pyverify.reference.params import SWIGLU_FIELDS
+from pyverify.testing.fp import arith, mp_excess
 from pyverify.testing.impls import (
     ALL,
     REFERENCE,
@@ -56,6 +61,7 @@ from pyverify.testing.impls import (
     map_head_arrays,
     params_as_used,
 )
+from pyverify.testing.stage_bounds import layernorm_bound, mp_context, stage_arith
 from pyverify.testing.strategies import decoder_g, examples, small_decoder, tokens
 
 # The spec's constants, by value (plga-spec.md): nothing below reads them from parameters.
@@ -353,13 +359,38 @@ def test_token_by_token_decoding_conforms(impl, case, data):
 
 
 # --------------------------------------------------------------------------- constants
+def rope_unit_bound(impl: Impl, theta: float, exact: list) -> np.ndarray:
+    """``[fp_elementwise]`` The computed entries ``cos(theta), sin(theta)`` of the unit row
+    ``e_{2p}`` rotated at position 1 against their exact values ``exact`` (mpmath).
+
+    The angle ``1 * base^(-2p/dk)``: a ``pow`` of exact arguments, so within
+    ``LIB_ACCURACY theta`` (``fp_elementwise`` with ``d = 0``; the product by 1 exact);
+    ``cos`` and ``sin`` (1-Lipschitz) of absolute accuracy ``TRIG_ACCURACY`` at it:
+    ``fp_elementwise(1, d_theta, 0, |f|, TRIG_ACCURACY)``; the products by 1 and 0 and
+    their difference are exact; then the rounding to the compute dtype and to the output
+    dtype where they are narrower than float64 (the kernels' ``.to``):
+    ``fp_elementwise(1, d, u, |f|, eta)`` each. Times ``EVAL_SLACK`` (its float64 evaluation).
+    """
+    ar = arith(impl)
+    f = np.abs(np.array([float(t) for t in exact]))
+    d_theta = fp_elementwise(1.0, 0.0, LIB_ACCURACY["float64"], theta)
+    d = fp_elementwise(1.0, d_theta, 0.0, f, TRIG_ACCURACY)
+    if ar.compute != "float64":
+        d = fp_elementwise(1.0, d, ar.u_c, f, ar.eta_c)
+    if ar.dtype != ar.compute:
+        d = fp_elementwise(1.0, d, ar.u_io, f, ar.eta_io)
+    return EVAL_SLACK * d
+
+
 @pytest.mark.theorem("metric_positivity")
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 def test_spec_constants_pinned(impl):
     """metric eps = 1e-9, LayerNorm eps = 1e-6, RoPE base 10000: by value where the
     implementation exposes them, and by behaviour: iSwiGLU(0) = 0 makes A_LM = eps exactly
-    (the floor of metric_positivity); a row of variance 1e-6 is normalised to
-    +-1/sqrt(1 + 1e-6 / 1e-6) = +-1/sqrt(2); R_1 turns plane p by 10000^(-2p/dk)."""
+    (the floor of metric_positivity); a row ``+-t`` (``t = 2^-10``, variance ``t^2``, exact
+    in every dtype) is normalised to ``+-t / sqrt(t^2 + 1e-6)`` (about 0.699; 1 without
+    eps, 0.296 at eps = 1e-5), within the proved ``[fp_layernorm]`` bound; R_1 turns plane
+    p by 10000^(-2p/dk), within :func:`rope_unit_bound`. Oracles: mpmath."""
     assert (METRIC_EPS, LN_EPS, ROPE_BASE) == (SPEC_METRIC_EPS, SPEC_LN_EPS, SPEC_ROPE_BASE)
     ref = Decoder.random(
         vocab=4,
@@ -380,20 +411,20 @@ def test_spec_constants_pinned(impl):
     a_lm = impl.deductive(impl.round(q), zero).A_LM
     assert np.all(a_lm == impl.hold(SPEC_METRIC_EPS))
     # RoPE: position 1 rotates plane p by theta_p = 10000^(-2p/dk) (adjacent pairs)
+    ctx = mp_context()
     eye = np.eye(8)
-    got = impl.rope(np.stack([eye[0], eye[0]]), offset=0)[1]  # row at position 1
-    th0 = 1.0
-    assert np.allclose(got[:2], [np.cos(th0), np.sin(th0)], rtol=0, atol=4 * impl.u_io)
-    got = impl.rope(np.stack([eye[6], eye[6]]))[1]
-    th3 = SPEC_ROPE_BASE ** (-6 / 8)
-    assert np.allclose(got[6:], [np.cos(th3), np.sin(th3)], rtol=0, atol=4 * impl.u_io)
-    # LayerNorm eps: embeddings +-s with (s sqrt(d))^2 = 1e-6 normalise to +-1/sqrt(2)
-    p = ref.params
-    s = 1e-3 / np.sqrt(p.d_model)
-    emb = np.tile([s, -s], (4, p.d_model // 2))
-    flat = dataclasses.replace(
-        p, embedding=emb, ln_gamma=np.ones(p.d_model), ln_beta=np.zeros(p.d_model)
-    )
+    for p_, th in ((0, ctx.mpf(1)), (3, ctx.power(SPEC_ROPE_BASE, ctx.mpf(-6) / 8))):
+        got = impl.rope(np.stack([eye[2 * p_], eye[2 * p_]]), offset=0)[1]  # position 1
+        want = [ctx.cos(th), ctx.sin(th)]
+        bound = rope_unit_bound(impl, float(th), want)
+        assert mp_excess(got[None, 2 * p_ : 2 * p_ + 2], [want], bound[None]) <= 1
+    # LayerNorm eps: embeddings +-t / 4 at d_model = 16 (times sqrt(16) = 4: exact rows)
+    p = Decoder.random(vocab=4, d_model=16, num_heads=2, num_layers=1, dff=4, a_dff=2,
+                       num_reslayer=0, num_dense=1, seed=0).params  # fmt: skip
+    t = 2.0**-10
+    emb = np.tile([t / 4, -t / 4], (4, p.d_model // 2))
+    ones, zeros = np.ones(p.d_model), np.zeros(p.d_model)
+    flat = dataclasses.replace(p, embedding=emb, ln_gamma=ones, ln_beta=zeros)
     if impl.name == "reference":
         x = Decoder(flat).embed(np.array([0, 1]))
     elif impl.name != "kernels":
@@ -403,8 +434,15 @@ def test_spec_constants_pinned(impl):
         assert (dec.params.ln_eps, dec.params.rope_base) == (SPEC_LN_EPS, SPEC_ROPE_BASE)
         assert dec.params.layers[0].heads.metric_eps == SPEC_METRIC_EPS
         x = dec.embed(kern_tokens(impl, [0, 1]))[0].to("cpu").double().numpy()
-    want = np.tile([1.0, -1.0], (2, p.d_model // 2)) / np.sqrt(2.0)
-    assert np.allclose(x, want, rtol=0, atol=8 * impl.u_io)
+    rows = emb[:2] * np.sqrt(p.d_model)
+    want = rmp.layer_norm_rows(rows, ones, zeros, SPEC_LN_EPS, ctx)
+    # [fp_layernorm] on the exact rows; the eps the implementation adds is SPEC_LN_EPS as
+    # held in its compute dtype (its distance from SPEC_LN_EPS: eta_eps)
+    eta_eps = abs(Fraction(impl.hold(SPEC_LN_EPS)) - Fraction(SPEC_LN_EPS))
+    xs = [[Fraction(float(v)) for v in r] for r in rows]
+    bound = layernorm_bound(xs, np.zeros_like(rows), ones, zeros, SPEC_LN_EPS,
+                            stage_arith(impl), ctx, eta_eps=eta_eps)  # fmt: skip
+    assert mp_excess(x, want, bound) <= 1
 
 
 def kern_tokens(impl: Impl, toks: list[int]) -> torch.Tensor:

@@ -34,12 +34,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyverify.measure.order import order_pair
+from pyverify.precision import UNIT_ROUNDOFF, gamma
 from pyverify.reference.order_parameter import order_parameter_rms
 from pyverify.testing.strategies import arrays, examples
 
 pytestmark = pytest.mark.theorem("order_parameter_rms_bound")
 
-U = {torch.float64: 2.0**-53, torch.float32: 2.0**-24}
+U = {torch.float64: UNIT_ROUNDOFF["float64"], torch.float32: UNIT_ROUNDOFF["float32"]}
+#: [order_parameter_rms_bound] The statement's upper bound: the RMS form is at most 2.
+RMS_MAX = 2.0
 
 TORCH = [
     pytest.param(
@@ -50,10 +53,6 @@ TORCH = [
     for dt in (torch.float64, torch.float32)
 ]
 REFERENCE = pytest.mark.implementation("reference", dtype="float64")
-
-
-def _gamma(k: int, u: float) -> float:
-    return k * u / (1 - k * u)
 
 
 def spec_form(x1: np.ndarray, x2: np.ndarray) -> mpmath.mpf:
@@ -90,14 +89,14 @@ def pairs(draw):
 
 def _check(form: float, x1: np.ndarray, x2: np.ndarray, u: float) -> None:
     """``0 <= form <= 2 (1 + gamma_{n+6})`` and ``form`` is the spec to ``gamma_{n+6}``."""
-    g = _gamma(x1.size + 6, u)
+    g = gamma(x1.size + 6, u)
     want = spec_form(x1, x2)
     # the theorem, in 60-digit arithmetic: each of the spec's three square roots and two
     # divisions rounds at 60 digits, so at the sharp case x2 = -c x1 (form exactly 2) the
     # computed value may exceed 2 by a few units of 1e-60; 1e-55 covers them (the
     # difference is taken first: at mpmath's default 15 digits 2 + 1e-55 would round to 2)
-    assert want - 2 <= mpmath.mpf(10) ** -55
-    assert 0.0 <= form <= 2.0 * (1 + g)
+    assert want - RMS_MAX <= mpmath.mpf(10) ** -55
+    assert 0.0 <= form <= RMS_MAX * (1 + g)
     assert abs(mpmath.mpf(form) - want) <= g * want
 
 

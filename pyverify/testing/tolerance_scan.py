@@ -92,15 +92,7 @@ RESIDUE: dict[str, tuple[int, str]] = {
         "model_tolerance's 2 * 8 (L + 1) gamma_n: pending the decoder-step theorem "
         "(lean-ieee's Decoder.lean, pyverify/fp/stages.py)",
     ),
-    "property_tests/test_collapse_absorption.py": (2, _PENDING_TESTS),
-    "property_tests/test_density_psd.py": (7, _PENDING_TESTS),
-    "property_tests/test_hadamard_power_group.py": (2, _PENDING_TESTS),
     "property_tests/test_incremental_decoding.py": (2, _PENDING_TESTS),
-    "property_tests/test_layernorm_invariance.py": (7, _PENDING_TESTS),
-    "property_tests/test_model_conformance.py": (3, _PENDING_TESTS),
-    "property_tests/test_order_parameter_rms_bound.py": (1, _PENDING_TESTS),
-    "property_tests/test_prefix_consistency.py": (4, _PENDING_TESTS),
-    "property_tests/test_rank_one_generator.py": (3, _PENDING_TESTS),
 }
 #: A name that holds or computes a tolerance.
 TOLERANCE_NAME = re.compile(
