@@ -25,7 +25,7 @@ from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import Decoder, DecoderParams, PowerLawOverflowError, mp
 from pyverify.reference.numpy_head import layer_norm_rows
 from pyverify.testing.decoder_bounds import cached_decode_bound
-from pyverify.testing.fp import pinned_sdpa
+from pyverify.testing.decoder_tightness import pinned_decoder
 from pyverify.testing.impls import (
     ALL,
     FLOAT,
@@ -33,7 +33,7 @@ from pyverify.testing.impls import (
     attention_bound,
     impl_ids,
 )
-from pyverify.testing.stage_bounds import OutsideModel, stage_arith
+from pyverify.testing.stage_bounds import OutsideModel
 from pyverify.testing.strategies import (
     arrays,
     decoder_constant_g,
@@ -166,7 +166,7 @@ def test_invariant_stack_kv_g_decoding_equals_recomputation(impl, data):
         tol = cached_decode_bound(impl, ref, toks, G)[n_prompt:]
     except OutsideModel:
         reject()  # a stage's premise fails: no proved bound for this decoder
-    with _pinned(impl, ref):
+    with pinned_decoder(impl, ref):
         full = model.forward(toks)
         for kw in ({"G": G}, {"use_g_cache": True}, {"use_g_cache": False}):
             steps = model.decode(toks[:n_prompt], toks[n_prompt:], **kw)
@@ -194,17 +194,11 @@ def test_trained_operator_as_invariant_metric(impl, head, toks, seed):
         tol = cached_decode_bound(impl, ref, toks, G)[1:]
     except OutsideModel:
         reject()  # a stage's premise fails: no proved bound for this decoder
-    with _pinned(impl, ref):
+    with pinned_decoder(impl, ref):
         full = model.forward(toks)
         assert np.array_equal(model.forward(toks, G=G), full)
         steps = model.decode(toks[:1], toks[1:], G=G)
     assert np.all(np.abs(steps - full[1:]) <= tol)
-
-
-def _pinned(impl, ref):
-    """SDPA on the backend the attention bound models (the heads' sizes agree)."""
-    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
-    return pinned_sdpa(impl, stage_arith(impl).path, dk, dk)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)

@@ -26,7 +26,7 @@ from pyverify.testing.fp import mp_excess, pinned_sdpa
 from pyverify.testing.impls import kernels
 from pyverify.testing.stage_bounds import OutsideModel, stage_arith
 
-__all__ = ["CASES", "decoder_pass", "decoder_step_tightness"]
+__all__ = ["CASES", "decoder_pass", "decoder_step_tightness", "pinned_decoder"]
 
 #: Decoders measured (d_model 4 and 16, one and two heads, 1-5 tokens, seeds 0..CASES-1).
 CASES = 12
@@ -69,12 +69,17 @@ def decoder_pass(
     else:
         exact, bound = pass_bound(impl, ref, toks, G)
     kw = {} if G is None else {"G": G}
-    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
-    with pinned_sdpa(impl, sa.path, dk, dk):
+    with pinned_decoder(impl, ref):
         model = impl.decoder(ref)
         got = model.forward(toks, **kw)
         cached = None if prompt is None else model.decode(toks[:prompt], toks[prompt:], **kw)
     return exact, bound, got, cached
+
+
+def pinned_decoder(impl: Any, ref: Decoder) -> Any:
+    """A context running ``impl``'s decoder with SDPA on the backend its bound models."""
+    dk = ref.params.d_model // len(ref.params.layers[0].mha.heads)
+    return pinned_sdpa(impl, stage_arith(impl).path, dk, dk)
 
 
 def decoder_step_tightness(cases: int = CASES) -> list[dict[str, Any]]:

@@ -92,7 +92,6 @@ RESIDUE: dict[str, tuple[int, str]] = {
         "model_tolerance's 2 * 8 (L + 1) gamma_n: pending the decoder-step theorem "
         "(lean-ieee's Decoder.lean, pyverify/fp/stages.py)",
     ),
-    "property_tests/test_incremental_decoding.py": (2, _PENDING_TESTS),
 }
 #: A name that holds or computes a tolerance.
 TOLERANCE_NAME = re.compile(
