@@ -44,6 +44,7 @@ import torch
 from pyverify.fp import stages
 from pyverify.fp.attention import attention_bound, head_output_bound, sdpa_backend
 from pyverify.fp.formulas import EVAL_SLACK, fp_elementwise
+from pyverify.fp.learner import float_up
 from pyverify.fp.models import scores_bound_perturbed
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
 from pyverify.reference import Decoder
@@ -68,6 +69,7 @@ __all__ = [
     "cached_decode_bound",
     "decoder_bound",
     "embedding_bound",
+    "folded_query",
     "held_decoder",
     "pass_bound",
     "zero_key_decoder",
@@ -128,11 +130,36 @@ def _ln_stage(gamma, beta, eps, sa, ctx):
     return f, beta_
 
 
-def _project(X, d, W, b, sa, ctx):
-    """The exact ``X W + b`` and ``fp_decoder_step_affine``'s bound of the computed one."""
-    Y = affine_mp(X, W, b, ctx)
-    local = affine_local(np.abs(f64(X)) + d, W, b, sa)
-    return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
+def _project(X, d, W, b, sa, ctx, exact=None):
+    """The exact ``X W + b`` and ``fp_decoder_step_affine``'s bound of the computed one.
+
+    ``exact = (W*, b*)`` (mpf rows): the exact map is ``X W* + b*`` while the kernel holds
+    ``W``, ``b``: its distance to the map of its own input grows by ``|x^| dW + db``
+    (``|W - W*| <= dW``, ``|b - b*| <= db``, exact, rounded up), and ``|W*| <= |W| + dW``.
+    """
+    ax = np.abs(f64(X)) + d
+    local = affine_local(ax, W, b, sa)
+    Y = _map(X, W, b, exact, ctx)
+    if exact is None:
+        return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
+    dW, db = _gap(W, exact[0]), _gap(np.asarray(b)[None, :], [exact[1]])[0]
+    local = local + ax @ dW + db
+    return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, np.abs(W) + dW)
+
+
+def _map(X, W, b, exact, ctx) -> list[list[Any]]:
+    """The exact ``X W + b``, or ``X W* + b*`` for ``exact = (W*, b*)``."""
+    if exact is None:
+        return affine_mp(X, W, b, ctx)
+    cols = [list(c) for c in zip(*exact[0], strict=True)]
+    return [[ctx.fdot(r, c) + bj for c, bj in zip(cols, exact[1], strict=True)] for r in X]
+
+
+def _gap(held, exact) -> np.ndarray:
+    """``|held - exact|`` entrywise, exactly, rounded up (``held`` float64, ``exact`` mpf)."""
+    rows = zip(np.asarray(held, np.float64), exact, strict=True)
+    return np.array([[float_up(abs(Fraction(float(h)) - mpf_fraction(e)))
+                      for h, e in zip(hr, er, strict=True)] for hr, er in rows])  # fmt: skip
 
 
 def _attention_residual_stage(mha, sa, ctx):
@@ -195,7 +222,7 @@ def _heads_mp(Q, K, V, G, dk, ctx):
     return scores, weights, [[t for o in outs for t in o[i]] for i in range(S)]
 
 
-def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx):
+def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
     """``x + MHA(x) W_o + b_o`` with keys and the metric ``G`` (per head, as held).
 
     ``q``, ``k``, ``v``: ``fp_decoder_step_affine``; RoPE on ``q`` and ``k``:
@@ -212,7 +239,7 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx):
     backend = sdpa_backend(sa.path, dk, dk)
 
     def qkv(X):
-        Q = rope_mp(affine_mp(X, mha.Wq, mha.bq, ctx), rot, dk)
+        Q = rope_mp(_map(X, mha.Wq, mha.bq, q_exact, ctx), rot, dk)
         K = rope_mp(affine_mp(X, mha.Wk, mha.bk, ctx), rot, dk)
         return Q, K, affine_mp(X, mha.Wv, mha.bv, ctx)
 
@@ -221,7 +248,7 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx):
         return _add(X, affine_mp(heads, mha.Wo, mha.bo, ctx))
 
     def beta_(X, d):
-        Q0, dQ0 = _project(X, d, mha.Wq, mha.bq, sa, ctx)
+        Q0, dQ0 = _project(X, d, mha.Wq, mha.bq, sa, ctx, q_exact)
         K0, dK0 = _project(X, d, mha.Wk, mha.bk, sa, ctx)
         V, dV = _project(X, d, mha.Wv, mha.bv, sa, ctx)
         dQ = rope_bound(np.abs(f64(Q0)), dQ0, rot, dk, sa)
@@ -279,7 +306,7 @@ def _logits_stage(W, b, sa, ctx):
 # --------------------------------------------------------------------------- the pass
 def decoder_bound(
     params: Any, tokens: Sequence[int], sa: StageArith, G: Sequence[Any] | None = None,
-    rot: Rotations | None = None,
+    rot: Rotations | None = None, q_exact: Sequence[Any] | None = None,
 ) -> tuple[list, np.ndarray]:  # fmt: skip
     """``[fp_decoder_step]`` The exact logits of a decoder pass and their composed bound.
 
@@ -292,7 +319,9 @@ def decoder_bound(
     LayerNorm, then the logits; :func:`pyverify.fp.stages.fp_decoder_step` composes the
     stages' bounds along the exact trajectory (mpmath). Rows are token positions; every
     stage but attention acts row by row, and attention is causal: row ``i``'s bound is
-    that of any pass over a sequence that begins with ``tokens[: i + 1]``.
+    that of any pass over a sequence that begins with ``tokens[: i + 1]``. ``q_exact``
+    (per layer ``(W*, b*)``, mpf, or None): the exact pass's query projection, where the
+    implementation holds another one (a folded ``W_q G``, :func:`folded_query`).
 
     Returns
     -------
@@ -317,7 +346,8 @@ def decoder_bound(
     for li, layer in enumerate(params.layers):
         attention = (
             _attention_residual_stage(layer.mha, sa, ctx) if G is None
-            else _keyed_attention_stage(layer.mha, G[li], rot, sa, ctx)
+            else _keyed_attention_stage(layer.mha, G[li], rot, sa, ctx,
+                                        None if q_exact is None else q_exact[li])
         )  # fmt: skip
         chain += [
             attention,
@@ -380,15 +410,16 @@ def zero_key_decoder(ref: Decoder, dtype: str = "float32", eps: float = 2.0**-20
     return held_decoder(ref, dtype, zero_keys=True, eps=eps)
 
 
-def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int],
-               G: Sequence[Any]) -> tuple[list, np.ndarray]:  # fmt: skip
+def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any],
+               q_exact: Sequence[Any] | None = None) -> tuple[list, np.ndarray]:  # fmt: skip
     """``(exact logits, bound)`` of ``impl``'s pass of ``ref`` with ``G`` supplied.
 
     The exact pass is that of ``impl``'s parameters (``ref``'s rounded to its dtype) and
     ``G`` as it holds it; the bound covers its full pass, a prompt pass on a prefix (row by
     row) and a cached decode with that ``G`` (``fp_cached_decode``: a decoded row goes
     through the same stage kernels on the same exact trajectory, its attention one query
-    against the cached rows). Raises :class:`OutsideModel` where a premise fails.
+    against the cached rows). ``q_exact``: as in :func:`decoder_bound`. Raises
+    :class:`OutsideModel` where a premise fails.
     """
     sa = stage_arith(impl)
     held = held_decoder(ref, sa.ar.dtype).params
@@ -398,7 +429,7 @@ def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int],
         raise ValueError(f"the rotations are read out of rope(): RoPE base {ROPE_BASE} only")
     rot = rotations(impl, len(tokens), dk, ROPE_BASE, mp_context())
     Gh = [np.asarray(impl.hold(np.asarray(g, np.float64)), np.float64) for g in G]
-    return decoder_bound(held, tokens, sa, Gh, rot)
+    return decoder_bound(held, tokens, sa, Gh, rot, q_exact)
 
 
 def cached_decode_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any]):
@@ -411,3 +442,24 @@ def cached_decode_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Seque
     """
     bound = pass_bound(impl, ref, tokens, G)[1]
     return stages.fp_cached_decode(bound, bound)
+
+
+def folded_query(impl: Any, ref: Decoder, G: Sequence[Any]) -> list[tuple[list, list]]:
+    """Per layer ``(W_q G, b_q G)`` exactly (mpf), ``W_q``, ``b_q``, ``G`` as ``impl`` holds them.
+
+    ``G`` per head, block diagonal: the query projection of the exact pass of a decoder
+    whose metric was folded into it (``collapse_absorption``).
+    """
+    ctx = mp_context()
+    held = held_decoder(ref, stage_arith(impl).ar.dtype).params
+    out = []
+    for layer, Gl in zip(held.layers, G, strict=True):
+        Gh = np.asarray(impl.hold(np.asarray(Gl, np.float64)), np.float64)
+        H, dk = Gh.shape[0], Gh.shape[1]
+        block = np.zeros((H * dk, H * dk))
+        for h in range(H):
+            block[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = Gh[h]
+        W = _map(mps.to_mat(layer.mha.Wq, "W", ctx=ctx), block, np.zeros(H * dk), None, ctx)
+        b = _map([[ctx.mpf(float(t)) for t in layer.mha.bq]], block, np.zeros(H * dk), None, ctx)
+        out.append((W, b[0]))
+    return out

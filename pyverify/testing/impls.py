@@ -31,7 +31,7 @@ from pyverify.conformance.shipped import KernelsPLGA, ReferencePLGA
 from pyverify.conformance.subject import Subject
 from pyverify.crosscheck import available_devices
 from pyverify.precision import UNIT_ROUNDOFF, compute_roundoff, gamma
-from pyverify.reference import Decoder, PLGAParams
+from pyverify.reference import PLGAParams
 from pyverify.reference.params import SWIGLU_FIELDS
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "impl_ids",
     "kernels",
     "map_head_arrays",
-    "model_tolerance",
     "params_as_used",
 ]
 
@@ -144,28 +143,6 @@ def attention_bound(impl: Impl, q, G, k, v, *, path: str | None = None) -> float
         return 0.0
     causal = (True, False) if q.shape[0] <= k.shape[0] else (False,)
     return max(float(np.max(entrywise(ar, q, k, v, G, causal=c, path=path))) for c in causal)
-
-
-def model_tolerance(impl: Impl, ref: Decoder, n_tokens: int, G=None) -> float:
-    """Relative bound (of ``max|logits|``) between two evaluations of one decoder.
-
-    Per layer a row passes through about 8 dependent backward-stable stages (Q/K/V
-    projections, Q G K^T, softmax, p V, W_o, LayerNorm, two FFN products, LayerNorm), each
-    an inner product of length <= n = max(d_model, dff, S, dk) with relative error
-    gamma_n(u_c); the weights are N(0, 1/fan_in) (norm preserving on average) and every
-    stage ends in a LayerNorm of unit-variance rows, so errors add rather than compound:
-    8 (L + 1) gamma_n(u_c) per evaluation (the +1 is the embedding LayerNorm and the logit
-    projection), doubled for the two evaluations compared. The score error is relative to
-    ``|q| |G| |k|``: an operator G (list of per-layer ``(H, dk, dk)``) of 2-norm above 1
-    scales the bound by its largest 2-norm.
-    """
-    p = ref.params
-    mha = p.layers[0].mha
-    n = max(p.d_model, p.layers[0].ffn.W1.shape[1], n_tokens, mha.dk)
-    g_norm = 1.0
-    if G is not None:
-        g_norm = max(1.0, *(float(np.linalg.norm(g, ord=2, axis=(-2, -1)).max()) for g in G))
-    return 2 * 8 * (len(p.layers) + 1) * gamma(n, impl.u_compute) * g_norm
 
 
 # --------------------------------------------------------------------------- the lists

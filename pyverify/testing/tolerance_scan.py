@@ -74,10 +74,6 @@ NOT_SCANNED: tuple[str, ...] = (
     "pyverify/claims/",
     "pyverify/measure/",
 )
-_PENDING_TESTS = (
-    "hand-derived float tolerance of a non-fp theorem's property test: to become the "
-    "evaluation of fp theorems (fp_dot_product, fp_elementwise, ...) with their IDs"
-)
 #: The known residue: findings per file, and why each file still has them. The test holds
 #: the scan to exactly these counts, so a new constant fails it and a removed one must be
 #: struck from here.
@@ -86,11 +82,6 @@ RESIDUE: dict[str, tuple[int, str]] = {
         6,
         "the statistical fallback of cross-check rows without a proved bound (outputs "
         "whose premises all fail) and tests/kernels' tolerances",
-    ),
-    "pyverify/testing/impls.py": (
-        2,
-        "model_tolerance's 2 * 8 (L + 1) gamma_n: pending the decoder-step theorem "
-        "(lean-ieee's Decoder.lean, pyverify/fp/stages.py)",
     ),
 }
 #: A name that holds or computes a tolerance.
