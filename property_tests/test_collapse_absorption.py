@@ -17,22 +17,25 @@ from hypothesis import Phase, assume, find, given, reject, settings
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
+from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_matmul
+from pyverify.fp.learner import float_up
 from pyverify.kernels.head import rotate_query, sdpa_qg
 from pyverify.reference import Decoder, PLGAParams, mp
 from pyverify.testing.decoder_bounds import folded_query, pass_bound
 from pyverify.testing.decoder_tightness import pinned_decoder
 from pyverify.testing.exact import add, block_diag, matmul, ones_col, rot, transpose
+from pyverify.testing.fp import MP_REL, arith
 from pyverify.testing.impls import (
     ALL,
     FLOAT,
     REFERENCE,
     UNIT_ROUNDOFF,
     attention_bound,
-    gamma,
     impl_ids,
     kernels,
 )
-from pyverify.testing.stage_bounds import OutsideModel
+from pyverify.testing.rope_bounds import angle_rounding, plane_norm1, rope_row_error, rotated_error
+from pyverify.testing.stage_bounds import OutsideModel, mpf_fraction
 from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
@@ -85,16 +88,20 @@ def test_constant_g_layer_is_sdpa_on_q_times_g(impl, case):
     # the implementation's own SDPA where it has one, else the reference's textbook SDPA
     oracle = impl if impl.offers("sdpa") else REFERENCE
     sdpa = oracle.sdpa(impl.round(q_prime), k, v, causal=causal)
-    # Each side within attention_bound of its exact value; the SDPA side's input differs
-    # from Q G by the rounding of Q G to the dtype (u_io |Q||G|, moving scores by
-    # u_io M and the output by 2 u_io M max|v|) and by float64's Q G (gamma_dk(u64)).
-    M = float(np.max(np.abs(q) @ np.abs(G) @ np.abs(k).T)) / np.sqrt(q.shape[1])
-    extra = 2 * (impl.u_io + gamma(q.shape[1], U64)) * M * float(np.max(np.abs(v)))
-    tol = attention_bound(impl, q, G, k, v) + attention_bound(impl, q_prime, None, k, v) + extra
-    assert np.max(np.abs(plga - sdpa)) <= tol
+    # Each side within attention_bound of its exact value: the PLGA layer of Att(Q, G), the
+    # SDPA of Att(fl(Q G), I) on the query it was handed; the two exact values apart by
+    # their distance in mpmath (the rounding of Q G moves the scores, not the statement).
+    q_held = impl.round(q_prime)
+    exact = mp.plga_forward(q, k, v, params, causal, G=G, dps=30)[0]
+    exact_sdpa = mp.plga_forward(q_held, k, v, params, causal, G=np.eye(q.shape[1]), dps=30)[0]
+    gap = _mp_gap(exact, exact_sdpa)
+    b_sdpa = attention_bound(oracle, q_held, None, k, v, path=_plain(oracle))
+    tol = attention_bound(impl, q, G, k, v) + b_sdpa + gap
+    assert np.all(np.abs(plga - sdpa) <= tol)
     if impl.offers("collapsed"):  # the fast collapsed path ("rounded": Q G rounded once)
         fast = impl.collapsed(q, k, v, G, causal=causal)
-        assert np.max(np.abs(fast - sdpa)) <= tol
+        b_fast = attention_bound(impl, q, G, k, v, path="sdpa_rounded")
+        assert np.all(np.abs(fast - sdpa) <= b_fast + b_sdpa + gap)
 
 
 # --------------------------------------------------------------------------- absorption
@@ -119,6 +126,77 @@ def fold_cases(draw, commutant: bool = True):
     return x, Wq, bq, G
 
 
+def _mp_gap(a, b) -> np.ndarray:
+    """``|a - b|`` of two mpmath matrices, rounded up, with the oracle's own error
+    (:data:`~pyverify.testing.fp.MP_REL`) on each side."""
+    return np.array([[float_up(abs(mpf_fraction(x) - mpf_fraction(y)))
+                      + MP_REL * (abs(float(x)) + abs(float(y)))
+                      for x, y in zip(ra, rb, strict=True)]
+                     for ra, rb in zip(a.tolist(), b.tolist(), strict=True)])  # fmt: skip
+
+
+def _plain(impl) -> str | None:
+    """The path of an SDPA handed its queries (``G = I``): the kernels' ``sdpa_plain``."""
+    return None if impl.name == "reference" else "sdpa_plain"
+
+
+def _heads(Y: np.ndarray, H: int, dk: int) -> np.ndarray:
+    """(S, H dk) rows as (H, S, dk)."""
+    return Y.reshape(Y.shape[0], H, dk).transpose(1, 0, 2)
+
+
+def _affine64(ax: np.ndarray, aW: np.ndarray, ab: np.ndarray) -> np.ndarray:
+    """``[fp_matmul]`` NumPy's float64 ``x W + b`` (``d + 1`` leaves) against the exact one."""
+    ones = np.ones((ax.shape[0], 1))
+    return fp_matmul(np.hstack([ax, ones]), np.vstack([aW, ab[None, :]]), U64, UNDERFLOW["float64"])
+
+
+def _rotated(impl, ay: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """``[fp_elementwise]`` ``[fp_dot_product]``: ``impl.rope`` of computed (H, S, dk) rows.
+
+    Rows within ``err`` of exact rows of magnitude ``ay``, rounded to the dtype
+    (``fp_elementwise``, ``L = 1``), rotated (:func:`~pyverify.testing.rope_bounds.rope_row_error`
+    at the angles ``n theta^_p <= n``, the implementation's own frequencies, against the
+    exact rotation of the held row) and the input's error carried through the exact
+    rotation (:func:`~pyverify.testing.rope_bounds.rotated_error`).
+    """
+    ar = arith(impl)
+    held = fp_elementwise(1.0, err, ar.u_io, ay, ar.eta_io)
+    angle = angle_rounding(np.arange(ay.shape[-2], dtype=np.float64))[:, None]
+    return rope_row_error(ar, plane_norm1(ay + held), angle) + rotated_error(held)
+
+
+def _fold_bound(impl, x, Wq, bq, G) -> np.ndarray:
+    """``[fp_matmul]`` ``[fp_elementwise]`` ``[fp_dot_product]``: ``|lhs - rhs|`` of the fold
+    test, entrywise: both sides against the exact ``rope(x Wq G + bq G) = rope(x Wq + bq) G``.
+
+    Left: the fold ``Wq_h G_h`` in the compute dtype (``fp_matmul``), rounded to the dtype
+    (``fp_elementwise``), ``x Wf + bf`` in float64 (:func:`_affine64` plus the fold's error
+    through ``|x|``), then :func:`_rotated`. Right: ``x Wq + bq`` in float64, :func:`_rotated`,
+    then the float64 product with ``G`` (``fp_matmul`` on the rotated rows, whose plane
+    2-norms are those of ``Y``, plus the rotation's error through ``|G|``).
+    """
+    ar = arith(impl)
+    H, dk = G.shape[0], G.shape[-1]
+    aG = np.abs(G)
+    Gb = np.zeros((H * dk, H * dk))
+    for h in range(H):
+        Gb[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = aG[h]
+    ax, aW, ab = np.abs(x), np.abs(Wq), np.abs(bq)
+    r_io = ar.u_io if ar.reduced else 0.0
+    dWf = fp_elementwise(1.0, fp_matmul(aW, Gb, ar.u_c, ar.eta_c), r_io, aW @ Gb, ar.eta_io)
+    dbf = fp_elementwise(1.0, fp_matmul(ab[None, :], Gb, ar.u_c, ar.eta_c), r_io, ab @ Gb,
+                         ar.eta_io)[0]  # fmt: skip
+    aYG = (ax @ aW + ab) @ Gb
+    e_left = _affine64(ax, aW @ Gb + dWf, ab @ Gb + dbf) + ax @ dWf + dbf
+    left = _rotated(impl, _heads(aYG, H, dk), _heads(e_left, H, dk))
+    aY = ax @ aW + ab
+    rot = _rotated(impl, _heads(aY, H, dk), _heads(_affine64(ax, aW, ab), H, dk))
+    planes = np.repeat(np.hypot(aY[:, 0::2], aY[:, 1::2]), 2, axis=-1)
+    right = fp_matmul(_heads(planes, H, dk) + rot, aG, U64, UNDERFLOW["float64"]) + rot @ aG
+    return EVAL_SLACK * (left + right)
+
+
 def _rope_heads(impl, Y: np.ndarray, H: int, dk: int) -> np.ndarray:
     """RoPE on each head's columns of (S, H dk) rows at positions 0..S-1: (H, S, dk)."""
     return impl.rope(Y.reshape(Y.shape[0], H, dk).transpose(1, 0, 2))
@@ -135,19 +213,7 @@ def test_fold_into_query_projection_with_rope(impl, case):
     Wf, bf = Wf.double().cpu().numpy(), bf.double().cpu().numpy()
     lhs = _rope_heads(impl, x @ Wf + bf, H, dk)
     rhs = _rope_heads(impl, x @ Wq + bq, H, dk) @ G
-    # Bound, with Y = |x||Wq| + |bq| per head and B = planes(Y) |G| (RoPE mixes the two
-    # coordinates of a plane; plane 2-norms bound rotated entries):
-    #   Wf, bf: G rounded and the product rounded to the dtype (2 u_io) after a length-dk
-    #   sum in the compute dtype (gamma_dk(u_c)); both sides' rows rounded to the dtype
-    #   before RoPE (u_io each); each RoPE per entry eps_1 (test_rope_group) of its plane
-    #   norms, on the right then carried through |G|; float64 products gamma_{d+dk}(u64).
-    S = x.shape[0]
-    Y = (np.abs(x) @ np.abs(Wq) + np.abs(bq)).reshape(S, H, dk).transpose(1, 0, 2)
-    B = _plane_norms_rows(Y) @ np.abs(G)
-    eps_1 = 2 * (impl.u_compute + 2 * U64 + 4 * U64 * S) + gamma(2, impl.u_compute) + impl.u_io
-    rel = gamma(dk, impl.u_compute) + 4 * impl.u_io + 2 * np.sqrt(2) * eps_1
-    rel += gamma(x.shape[1] + dk, U64)
-    assert np.max(np.abs(lhs - rhs) - np.sqrt(2) * rel * B) <= 0
+    assert np.all(np.abs(lhs - rhs) <= _fold_bound(impl, x, Wq, bq, G))
 
 
 @pytest.mark.parametrize("impl", kernels("float64", "float32"), ids=impl_ids)
@@ -309,11 +375,10 @@ def test_constant_g_layer_output_is_exact_generalised_sdpa_within_bound(impl, ca
     want = mp.to_numpy(mp.plga_forward(q, k, v, params, causal, G=G_used, dps=30)[0])
     bound = attention_bound(impl, q, G_used, k, v) + U64 * np.abs(want)
     assert np.all(np.abs(impl.plga(q, k, v, params, G=G, causal=causal).out - want) <= bound)
-    if impl.offers("collapsed"):
-        M = float(np.max(np.abs(q) @ np.abs(G_used) @ np.abs(k).T)) / np.sqrt(q.shape[1])
+    if impl.offers("collapsed"):  # Q G* rounded to the dtype first: its path's bound
         fast = impl.collapsed(q, k, v, G, causal=causal)
-        extra = 2 * impl.u_io * M * float(np.max(np.abs(v)))
-        assert np.all(np.abs(fast - want) <= bound + extra)
+        b_fast = attention_bound(impl, q, G_used, k, v, path="sdpa_rounded") + U64 * np.abs(want)
+        assert np.all(np.abs(fast - want) <= b_fast)
 
 
 @pytest.mark.parametrize("impl", kernels(), ids=impl_ids)

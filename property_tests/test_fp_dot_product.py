@@ -70,8 +70,9 @@ def test_the_eta_term_is_what_covers_an_underflowing_product(impl):
     ar = arith(impl)
     exact = exact_product(q.T, q)
     mass = np.abs(q).T @ np.abs(q)
-    assert worst_excess(got, exact, fp_dot_product(mass, 2, ar.u_c)) > 1.0  # no eta: out
-    with_eta = fp_dot_product(mass, 2, ar.u_c, 2 * UNDERFLOW[ar.compute])
+    n = q.shape[0]  # the products of one entry of Q^T Q
+    assert worst_excess(got, exact, fp_dot_product(mass, n, ar.u_c)) > 1.0  # no eta: out
+    with_eta = fp_dot_product(mass, n, ar.u_c, n * UNDERFLOW[ar.compute])
     assert worst_excess(got, exact, with_eta) <= 1.0
 
 

@@ -27,20 +27,30 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pyverify.fp.formulas import EVAL_SLACK
 from pyverify.fp.models import (
     REFERENCE_ARITHMETIC,
     linear_stage_bound,
     metric_tensor_bound,
     power_stage_bound,
 )
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import mp_stages as mps
-from pyverify.testing.fp import MP_DPS, arith, mp_excess
+from pyverify.testing.fp import MP_DPS, MP_REL, arith, mp_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, examples, head_params
 
 pytestmark = pytest.mark.theorem("fp_elementwise")
 
-U64 = 2.0**-53
+#: ``[fp_ieee_rounding]`` float64's unit round-off: an oracle value rounded once to float64.
+U64 = UNIT_ROUNDOFF["float64"]
+
+
+def _oracle_rounding(x: np.ndarray) -> np.ndarray:
+    """``[fp_ieee_rounding]`` An mpmath value ``x*`` (within ``MP_REL |x*|`` of the exact one)
+    rounded once to float64 ``x``: the exact value within ``(u64 + MP_REL) |x*|`` of ``x``,
+    ``|x*| <= |x| / (1 - u64)`` (evaluated in float64: ``EVAL_SLACK``)."""
+    return EVAL_SLACK * (U64 + MP_REL) * np.abs(x) / (1 - U64)
 
 
 def _f(m) -> np.ndarray:
@@ -72,7 +82,7 @@ def test_metric_stages_within_proved_bounds(impl, data):
     assert mp_excess(res.A_LM, lm_mp, b_lm) <= 1.0
     # A_P from the exact A_LM: the implementation's A_LM is its input, off by the difference
     x = _f(lm_mp)
-    dx = np.abs(res.A_LM - x) + 2 * U64 * np.abs(x)
+    dx = np.abs(res.A_LM - x) + _oracle_rounding(x)
     P_held = params.P if ar.u_hold == 0 else impl.hold(params.P)
     ap_mp = mps.power_law(lm_mp, params.P, ctx)
     b_ap = power_stage_bound(ar, x, dx, params.P, P_held)
@@ -97,6 +107,6 @@ def test_energy_stage_within_proved_bound(impl, data):
     ap_mp = mps.power_law(lm_mp, params.P, ctx)
     g_mp = mps.energy_curvature(ap_mp, params.a, params.b_a, ctx)
     x = _f(ap_mp)
-    dx = np.abs(res.A_P - x) + 2 * U64 * np.abs(x)
+    dx = np.abs(res.A_P - x) + _oracle_rounding(x)
     bound = linear_stage_bound(arith(impl), params.a, res.A_P, params.b_a, dX=dx)
     assert mp_excess(res.G, g_mp, bound) <= 1.0

@@ -19,6 +19,8 @@ scores at 50 digits, compared in mpmath.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import mpmath
 import numpy as np
 import pytest
@@ -27,10 +29,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pyverify.fp.attention import softmax_bound
+from pyverify.fp.learner import float_up
 from pyverify.reference import causal_mask
 from pyverify.reference import mp as rmp
-from pyverify.testing.fp import MP_DPS, arith, mp_excess, pinned_sdpa
+from pyverify.testing.fp import MP_DPS, MP_REL, arith, mp_excess, pinned_sdpa
 from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.stage_bounds import mpf_fraction
 from pyverify.testing.strategies import examples
 
 pytestmark = pytest.mark.theorem("fp_softmax")
@@ -60,6 +64,8 @@ def test_softmax_within_proved_bound(impl, causal, data):
     ctx.dps = MP_DPS
     mask = causal_mask(s_q, s_k) if causal else None
     exact = rmp.masked_softmax(E, mask, ctx)
-    p_up = np.array([[float(x) for x in row] for row in exact]) * (1 + 2.0**-50)
+    # an upper bound of the exact weights: the mpmath value (within MP_REL of them) rounded up
+    p_up = np.array([[float_up(mpf_fraction(x) * (1 + Fraction(MP_REL))) for x in row]
+                     for row in exact])  # fmt: skip
     bound = softmax_bound(arith(impl), held, np.abs(held - E), causal=causal, p=p_up)
     assert mp_excess(got, exact, bound) <= 1.0

@@ -28,6 +28,7 @@ from pyverify.crosscheck.learner_bound import (
     substages,
 )
 from pyverify.fp.models import LIB_ACCURACY
+from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import PLGAParams, PowerLawOverflowError
 from pyverify.reference import mp as rmp
 from pyverify.reference import mp_stages as mps
@@ -147,7 +148,17 @@ def test_positivity_beyond_float_range_in_mpmath(case):
 # stage bounds of pyverify.testing.bounds (fp_mixed_precision, fp_elementwise), and A
 # sub-stage by sub-stage within fp_layernorm_certified's and fp_swiglu's bounds.
 
-U64 = 2.0**-53
+#: ``[fp_ieee_rounding]`` float64's unit round-off: the reference's arithmetic.
+U64 = UNIT_ROUNDOFF["float64"]
+
+
+def _activation_rel(u_lib: float, k: int) -> float:
+    """``[fp_elementwise]`` The routine's relative error ``r`` of the reference's sigmoid
+    (``k = 2``), silu (3) and iSwiGLU (4), ``exp(-|x|)`` within ``u_lib``: ``k`` roundings
+    and the exponential as factors ``(1 + delta)^(+-1)`` composed exactly
+    (``Within.mul``, ``Within.inv`` of ``Pldr.Float.Model``),
+    ``1 / ((1 - u_lib)^2 (1 - u)^k) - 1``."""
+    return 1 / ((1 - u_lib) ** 2 * (1 - U64) ** k) - 1
 
 
 def _ctx():
@@ -173,7 +184,7 @@ def test_activations_are_the_spec_formulas(impl, x):
     ):
         got = fn(x)
         want = np.array([float(ref(ctx.mpf(float(t)))) for t in x])
-        rel = 1 / ((1 - ul) ** 2 * (1 - U64) ** k) - 1
+        rel = _activation_rel(ul, k)
         assert np.all(np.abs(got - want) <= (rel + U64) * np.abs(want) * (1 + U64))
 
 

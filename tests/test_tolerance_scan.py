@@ -33,6 +33,10 @@ def test_output_within_bound(x):
     slack = 4
     tol = x
     tol *= 2
+def check_flow(err, u_io, M, n):
+    extra = 2 * u_io * M  # an error expression reaching the comparison below
+    size = 3 * n  # no error term: data, not a tolerance
+    assert err <= M + extra and size >= 0
 """
 
 GOOD = '''
@@ -53,7 +57,7 @@ def test_the_scanner_finds_each_construct():
     got = sorted((f.line, f.literal) for f in found)
     assert got == [
         (2, "2e-06"), (5, "1e-05"), (6, "4"), (7, "1e-09"), (8, "3.5e-07"), (11, "8"),
-        (14, "4"), (16, "2"),
+        (14, "4"), (16, "2"), (18, "2"),
     ]  # fmt: skip
     assert {f.context for f in found} >= {
         "assignment to TOL", "comparison in assert", "keyword atol=", "comparison in if",

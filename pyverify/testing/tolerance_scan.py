@@ -12,6 +12,11 @@ that sits in *tolerance code* outside an *ID-carrying formula*:
   ``abs``/``floor``/``slack``, and of an ordering comparison (``<``, ``<=``, ``>``,
   ``>=``) inside an ``assert`` or an ``if``; a float there counts, and an integer when
   it multiplies or divides (``4 * u``);
+* also tolerance code: in a function, an assignment to a name that reaches an ordering
+  comparison of an ``assert`` or ``if`` there (directly, or through other assignments)
+  whose value is an error expression: it mentions a unit round-off or an error formula
+  (:data:`ERROR_TERMS`: ``u_io``, ``U64``, ``gamma``, ``EVAL_SLACK``, ...), as in
+  ``extra = 2 * u_io * M`` before ``assert err <= tol + extra``;
 * an ID-carrying formula: a function whose docstring names a theorem ID in brackets
   (``[fp_dot_product]``), or a module constant whose ``#:`` comment (or trailing comment)
   does; every literal inside it is part of that theorem's statement or of its
@@ -39,6 +44,7 @@ from pyverify.theorems import THEOREM_IDS
 
 __all__ = [
     "BOUND_MODULES",
+    "ERROR_TERMS",
     "NON_VACUITY",
     "NOT_SCANNED",
     "RESIDUE",
@@ -84,6 +90,12 @@ RESIDUE: dict[str, tuple[int, str]] = {
         "whose premises all fail) and tests/kernels' tolerances",
     ),
 }
+#: Names whose mention makes an expression an error expression (a unit round-off, an
+#: underflow, an error formula).
+ERROR_TERMS = re.compile(
+    r"^(u|u_io|u_c|u_compute|u_out|u_rs|u64|U64|u32|eta|eta_c|eta_io|UNIT_ROUNDOFF|UNDERFLOW|"
+    r"EVAL_SLACK|gamma|gm|_gm|_g|compute_roundoff)$"
+)
 #: A name that holds or computes a tolerance.
 TOLERANCE_NAME = re.compile(
     r"(^|_)(tol|tols|tolerance|tolerances|slack|bound|bounds|floor|margin|factor)($|_)",
@@ -132,6 +144,42 @@ def _constant_ids(lines: list[str], tree: ast.Module) -> set[int]:
     return spans
 
 
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _mentions_error(value: ast.AST) -> bool:
+    for n in ast.walk(value):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+        if name and ERROR_TERMS.match(name):
+            return True
+    return False
+
+
+def _flow_names(fn: ast.FunctionDef) -> set[str]:
+    """Names that reach an ordering comparison of an ``assert``/``if`` in ``fn``."""
+    flow: set[str] = set()
+    assigns: list[tuple[set[str], ast.AST]] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assert | ast.If):
+            for c in ast.walk(n.test):
+                if isinstance(c, ast.Compare) and any(isinstance(o, _ORDER) for o in c.ops):
+                    flow |= _names(c)
+        elif isinstance(n, ast.Assign):
+            assigns.append((set().union(*(_names(t) for t in n.targets)), n.value))
+        elif isinstance(n, ast.AugAssign | ast.AnnAssign) and n.value is not None:
+            assigns.append((_names(n.target), n.value))
+    grown = True
+    while grown:
+        grown = False
+        for targets, value in assigns:
+            new = _names(value) - flow if targets & flow else set()
+            if new:
+                flow |= new
+                grown = True
+    return flow
+
+
 def _is_literal(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Constant)
@@ -147,6 +195,7 @@ class _Scan(ast.NodeVisitor):
         self.found: list[Finding] = []
         self.ctx: list[str] = []  # why the current subtree is tolerance code
         self.exempt = 0  # depth of ID-carrying definitions around the node
+        self.flow: set[str] = set()  # names reaching a comparison in the current function
 
     def _within(self, why: str, nodes: Iterable[ast.AST]) -> None:
         self.ctx.append(why)
@@ -157,11 +206,13 @@ class _Scan(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         ided = _carries_id(node)
         self.exempt += ided
+        outer, self.flow = self.flow, _flow_names(node)
         if TOLERANCE_NAME.search(node.name) and not node.name.startswith("test") and not ided:
             self._within(f"function {node.name}", node.body)
         else:
             self.generic_visit(node)
         self.exempt -= ided
+        self.flow = outer
 
     def _targets(self, targets: list[ast.expr]) -> list[str]:
         names = []
@@ -190,6 +241,8 @@ class _Scan(ast.NodeVisitor):
 
     def _assign(self, names: list[str], value: ast.expr) -> None:
         tol = [n for n in names if TOLERANCE_NAME.search(n)]
+        if not tol and set(names) & self.flow and _mentions_error(value):
+            tol = [next(n for n in names if n in self.flow)]
         if tol and isinstance(value, ast.Constant):  # ``slack = 4``: the literal is the tolerance
             self.ctx.append(f"assignment to {tol[0]}")
             self._literal(value, counted=True)
