@@ -13,6 +13,7 @@ import torch
 __all__ = [
     "DTYPE_ALIASES",
     "DTYPE_NAMES",
+    "MPMATH_DPS",
     "TORCH_DTYPES",
     "UNIT_ROUNDOFF",
     "canonical_dtype",
@@ -20,6 +21,10 @@ __all__ = [
     "compute_roundoff",
     "gamma",
 ]
+
+#: Digits of the cross-check's mpmath oracle (its own error ~1e-40: nothing next to
+#: float64's).
+MPMATH_DPS = 40
 
 #: The torch dtype of each canonical name, most precise first.
 TORCH_DTYPES: dict[str, torch.dtype] = {

@@ -222,12 +222,29 @@ def test_cli_exit_status(monkeypatch, capsys, tmp_path):
     assert args.func(args) == 1
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16", "float16"])
-def test_tolerance_rules_name_exactly_the_measured_tolerances(dtype):
-    """A rule is given iff output_tolerance depends on the measured control errors."""
-    from pyverify.tolerance import output_tolerance
+def test_a_stage_without_a_proved_bound_fails_with_its_reason():
+    """No tolerance without a theorem: a row whose bound's premises failed is a failure
+    naming why, even where the error is 0; with a bound, the bound decides."""
+    from pyverify.crosscheck.compare import Comparer, Proved
 
-    for path in ("uncached", "collapsed"):
-        small, rule = output_tolerance(dtype, path, 1e-9, 2e-9)
-        large, _ = output_tolerance(dtype, path, 0.01, 0.02)
-        assert (rule is None) == (small == large), (path, rule)
+    case = cc.list_cases(["cpu"], ["float64"], True)[0]
+    cmp = Comparer(case, "kernels.uncached", "reference.float64")
+    x = np.ones((1, 1, 2, 2))
+    row = cmp.stage("output", x, x, Proved(None, (), "a score's error bound reaches 1"))
+    assert not row.passed and row.tolerance_rule == "no proved bound"
+    assert "a score's error bound reaches 1" in row.proved_note
+    assert not cmp.stage("output", x, x, None).passed
+    ok = cmp.stage("output", x + 1e-9, x, Proved(np.full(x.shape, 2e-9), ("fp_head_output",), ""))
+    bad = cmp.stage("output", x + 1e-9, x, Proved(np.full(x.shape, 5e-10), ("fp_head_output",), ""))
+    assert ok.passed and not bad.passed and ok.tolerance_rule == "proved: fp_head_output"
+
+
+def test_a_subject_off_the_cpu_is_refused_by_the_sweep():
+    from pyverify.conformance.subject import Subject
+    from pyverify.conformance.sweep import run_sweep
+    from pyverify.crosscheck.runners import OFF_CPU
+
+    sub = Subject("plugin", "cuda", "float32", object(), frozenset({"head"}), "float32")
+    with pytest.raises(ValueError, match="no proved bound off the CPU"):
+        run_sweep(sub, quick=True)
+    assert "CPU" in OFF_CPU

@@ -23,6 +23,7 @@ from pyverify.conformance.loading import ENV_DEVICES, ENV_DTYPES, ENV_IMPL, load
 from pyverify.conformance.subject import Subject
 from pyverify.conformance.sweep import run_sweep
 from pyverify.crosscheck.results import CrosscheckRow
+from pyverify.crosscheck.runners import OFF_CPU
 from pyverify.errors import InputValueError
 from pyverify.output import Progress
 from pyverify.paths import repo_root
@@ -164,7 +165,13 @@ def run_check(
     tests, code, tail = _pytest(subjects, spec, ids, quick, progress)
     sweep = None
     if ids == CHECK_IDS and "head" in first.capabilities:
-        sweep = [r for s in subjects for r in run_sweep(s, quick=quick, progress=progress)]
+        on_cpu = [s for s in subjects if s.device == "cpu"]
+        if progress:
+            for s in subjects:
+                if s.device != "cpu":
+                    progress(f"check: sweep: {s} left out ({OFF_CPU})")
+        if on_cpu:
+            sweep = [r for s in on_cpu for r in run_sweep(s, quick=quick, progress=progress)]
     return CheckRun(
         spec=spec,
         name=first.name,

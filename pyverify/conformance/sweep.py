@@ -5,17 +5,22 @@ kinds ``random`` and ``trained``, at the subject's dtype), with the same seeded 
 heads and float64 reference results (:func:`~pyverify.crosscheck.heads.random_reference`,
 :func:`~pyverify.crosscheck.heads.trained_reference`: one reference forward per case),
 compared by the same :class:`~pyverify.crosscheck.compare.Comparer` and held to the same
-tolerances as the kernels' uncached and G-cached paths (:mod:`pyverify.tolerance`). The
-plugin runs one head per (batch, head) slice of a case:
+proved bounds as the kernels (:func:`~pyverify.crosscheck.bounds.pipeline_bounds`,
+:func:`~pyverify.crosscheck.bounds.head_bounds`), under the kernels' arithmetic at the
+subject's dtype (:func:`pyverify.fp.models.arithmetic`: the premises every property test
+of a plugin assumes; SDPA pinned to the backend they model where the plugin calls torch's).
+The plugin runs one head per (batch, head) slice of a case:
 
-* ``random``: uncached (stages ``A``, ``A_LM``, ``A_P``, ``G``, ``output``), and G-cached
-  with the reference's ``G`` (``output``, against the same reference output);
+* ``random``: uncached (stages ``A_LM``, ``A_P``, ``G`` where the plugin returns the
+  deductive tensors, and ``output``), and G-cached with the reference's ``G`` (``output``). ``A``
+  has no bound a black box can be held to here (the property tests hold it to the
+  composed learner chain, :mod:`pyverify.testing.learner_bounds`);
 * ``trained``: the paper's trained ``G_LM`` of one layer, G-cached (``output``; large
   scores).
 
-Deductive stages the plugin does not return are not compared. Rows are
-:class:`~pyverify.crosscheck.CrosscheckRow`; their errors are machine-dependent (the
-verdict keeps only pass/fail).
+A subject off the CPU has no proved bound (the bounds model torch's CPU kernels): it is
+left out of the sweep by name. Rows are :class:`~pyverify.crosscheck.CrosscheckRow`; their
+errors are machine-dependent (the verdict keeps only pass/fail).
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ import numpy as np
 import torch
 
 from pyverify.conformance.subject import Subject
+from pyverify.crosscheck.bounds import head_bounds, pipeline_bounds
 from pyverify.crosscheck.cases import Case, list_cases
-from pyverify.crosscheck.compare import Comparer, as_numpy, sdpa_error
+from pyverify.crosscheck.compare import Comparer, as_numpy
 from pyverify.crosscheck.results import CrosscheckRow
-from pyverify.crosscheck.runners import random_reference, run_case, trained_reference
+from pyverify.crosscheck.runners import OFF_CPU, random_reference, run_case, trained_reference
 from pyverify.output import Progress
-from pyverify.tolerance import output_tolerance, stage_tolerances
+from pyverify.precision import TORCH_DTYPES
 
 __all__ = ["run_sweep", "sweep_cases"]
 
@@ -52,13 +58,16 @@ def _on_cpu(case: Case) -> Case:
     return dataclasses.replace(case, device="cpu")
 
 
-def _output_tolerance(case: Case, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      G: np.ndarray) -> tuple[float, str | None]:  # fmt: skip
-    """The kernels' uncached/G-cached output tolerance and its rule, for these inputs."""
-    G64 = torch.as_tensor(np.asarray(G, dtype=np.float64))
-    e_sdpa = sdpa_error(q, k, v, q.double())
-    e_qg = sdpa_error(q, k, v, torch.matmul(q.double(), G64))
-    return output_tolerance(case.dtype, "uncached", e_sdpa, e_qg)
+def _arith(sub: Subject):  # type: ignore[no-untyped-def]
+    """The arithmetic the bounds assume for ``sub`` (the kernels' at its dtype)."""
+    from pyverify.fp.models import arithmetic
+
+    return arithmetic(sub.name, sub.dtype, sub.compute or None, "cpu")
+
+
+def _path(sub: Subject) -> str:
+    """How ``sub``'s head forms the scores it feeds SDPA (the property tests' premise)."""
+    return "sdpa_split" if sub.dtype in ("bfloat16", "float16") else "sdpa"
 
 
 def _heads(sub: Subject, q, k, v, params, G) -> list[list]:
@@ -80,39 +89,52 @@ def _stack(res: list[list], name: str) -> np.ndarray | None:
 
 
 def _random(sub: Subject, case: Case) -> list[CrosscheckRow]:
+    from pyverify.fp.attention import pinned, sdpa_backend
+
     (qt, kt, vt), heads, ref = random_reference(_on_cpu(case))
     q, k, v = (as_numpy(t) for t in (qt, kt, vt))
-    tol_ded, _ = stage_tolerances(case.dtype)
-    tol_out, rule_out = _output_tolerance(case, qt, kt, vt, ref.ded.G)
+    ar, path = _arith(sub), _path(sub)
+    with pinned(sdpa_backend(path, q.shape[-1], v.shape[-1])):
+        res = _heads(sub, q, k, v, heads, None)
+        cached = _heads(sub, q, k, v, heads, ref.ded.G)  # the reference's G: the same output
+    got = {n: _stack(res, n) for n in _DEDUCTIVE}
+    want = {n: getattr(ref.ded, n) for n in _DEDUCTIVE}
     unc = Comparer(case, f"{sub.name}.uncached", "reference.float64")
-    res = _heads(sub, q, k, v, heads, None)
-    rows = [
-        unc.stage(n, got, getattr(ref.ded, n), tol_ded)
-        for n in _DEDUCTIVE
-        if (got := _stack(res, n)) is not None
-    ]
-    rows.append(unc.stage("output", _stack(res, "out"), ref.out, tol_out, rule=rule_out))
-    cached = _heads(sub, q, k, v, heads, ref.ded.G)  # the reference's G: the same output
+    rows = []
+    if all(got[n] is not None for n in _DEDUCTIVE):  # each stage from its own input
+        proved = pipeline_bounds(ar, heads, got, want, exact_is_mp=False)
+        rows += [unc.stage(n, got[n], want[n], proved[n]) for n in _DEDUCTIVE[1:]]
+    G_used = got["G"] if got["G"] is not None else ref.ded.G
+    _, out_bound = head_bounds(ar, q, k, v, G_used, ref.ded.G, "matmul", path)
+    rows.append(unc.stage("output", _stack(res, "out"), ref.out, out_bound))
+    g_held = as_numpy(torch.as_tensor(ref.ded.G).to(TORCH_DTYPES[ar.compute]))
+    _, g_bound = head_bounds(ar, q, k, v, g_held, ref.ded.G, "sdpa", path)
     g_cmp = Comparer(case, f"{sub.name}.g_cached", "reference.float64")
-    out = _stack(cached, "out")
-    rows.append(g_cmp.stage("output", out, ref.out, tol_out, ("cache_equivalence",), rule=rule_out))
+    rows.append(g_cmp.stage("output", _stack(cached, "out"), ref.out, g_bound,
+                            ("cache_equivalence",)))  # fmt: skip
     return rows
 
 
 def _trained(sub: Subject, case: Case) -> list[CrosscheckRow]:
+    from pyverify.fp.attention import pinned, sdpa_backend
+
     (qt, kt, vt), g, ref = trained_reference(_on_cpu(case))
     q, k, v = (as_numpy(t) for t in (qt, kt, vt))
-    tol_out, rule_out = _output_tolerance(case, qt, kt, vt, g[None])
+    ar, path = _arith(sub), _path(sub)
     note = f"G_LM layer {case.layer}; max|E| {np.abs(ref.E).max():.3g}"
-    out = _stack(_heads(sub, q, k, v, None, np.asarray(g, dtype=np.float64)), "out")
+    with pinned(sdpa_backend(path, q.shape[-1], v.shape[-1])):
+        out = _stack(_heads(sub, q, k, v, None, np.asarray(g, dtype=np.float64)), "out")
+    _, bound = head_bounds(ar, q, k, v, g, g, "sdpa", path)  # the file holds float32 numbers
     cmp = Comparer(case, f"{sub.name}.g_cached", "reference.float64", note)
-    return [cmp.stage("output", out, ref.out, tol_out, ("cache_equivalence",), rule=rule_out)]
+    return [cmp.stage("output", out, ref.out, bound, ("cache_equivalence",))]
 
 
 def run_sweep(
     sub: Subject, *, quick: bool, progress: Progress | None = None
 ) -> list[CrosscheckRow]:
-    """Every case of the sweep on ``sub`` (which offers ``head``)."""
+    """Every case of the sweep on ``sub`` (which offers ``head``; on the CPU: module docstring)."""
+    if sub.device != "cpu":
+        raise ValueError(f"{sub}: {OFF_CPU}")
     cases = sweep_cases(sub, quick=quick)
     rows: list[CrosscheckRow] = []
     start = time.perf_counter()

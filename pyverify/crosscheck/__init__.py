@@ -22,15 +22,15 @@ each comparison one :class:`~.compare.Comparer` stage):
   SDPA, and the float64 reference vs float64 SDPA (``sdpa_special_case``).
 
 Error measure: per (batch, head) slice ``max|x - y| / max|y|``; a row reports
-the maximum and the median over the slices. Tolerances and their derivation:
-:mod:`pyverify.tolerance`. Stages ``A_LM`` and ``A_P`` also require every
-kernel entry to be ``> 0`` (``metric_positivity``). Every stage is held to its
-*proved* bound where its premises hold (the floating-point theorems of
-``lean/Pldr/Float``, :mod:`pyverify.fp`), which is then the row's tolerance: every
-entry within it, stage by stage with the previous stage's measured difference as the
-input bound; a row records the bound in the same measure and ``error / proved``. Each
-kernel's SDPA runs pinned to the backend its bound models; a device that flushes
-subnormal numbers is left out with one line (:mod:`pyverify.fp.underflow`).
+the maximum and the median over the slices. Every stage is held to its *proved* bound
+(the floating-point theorems of ``lean/Pldr/Float``, :mod:`pyverify.fp`), which is the
+row's tolerance: every entry within it, stage by stage with the previous stage's
+measured difference as the input bound; a row records the bound in the same measure and
+``error / proved``. A stage whose premises fail has no bound and fails (no tolerance
+without a theorem). Stages ``A_LM`` and ``A_P`` also require every kernel entry to be
+``> 0`` (``metric_positivity``). Each kernel's SDPA runs pinned to the backend its bound
+models; a device that flushes subnormal numbers (:mod:`pyverify.fp.underflow`), and every
+device but the CPU (the bounds model torch's CPU kernels), is left out with one line.
 """
 
 from pyverify.crosscheck.cases import (

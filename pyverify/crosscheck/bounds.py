@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyverify.crosscheck.compare import Proved
-from pyverify.precision import UNIT_ROUNDOFF, gamma
-from pyverify.tolerance import MPMATH_DPS
+from pyverify.precision import MPMATH_DPS, UNIT_ROUNDOFF, gamma
 
 __all__ = [
     "MP_REL",

@@ -105,27 +105,25 @@ class Comparer:
         name: str,
         got: Any,
         ref: Any,
-        tol: float,
+        proved: Proved | None,
         theorems: tuple[str, ...] = (),
         *,
         extra_ok: bool = True,
         note: str | None = None,
-        rule: str | None = None,
-        proved: Proved | None = None,
     ) -> CrosscheckRow:
-        """The row of stage ``name``: ``got`` vs ``ref`` per slice, held to its tolerance.
+        """The row of stage ``name``: ``got`` vs ``ref`` per slice, held to its proved bound.
 
-        ``proved``: the stage's proved bound. Where it exists it *is* the tolerance: the row
-        passes only if every entry is within it, and its tolerance is the bound in the
-        error measure (the largest over the slices; rule ``proved: IDs``). ``tol`` and
-        ``rule`` (how ``tol`` was measured, :func:`pyverify.tolerance.output_tolerance`;
-        None for a constant) are the fallback of a stage without a proved bound only.
+        The row passes only if every entry is within ``proved`` (and ``extra_ok``); its
+        tolerance is the bound in the error measure (the largest over the slices; rule
+        ``proved: IDs``). A stage without a proved bound (``proved`` None, or its premises
+        failed: ``proved.note`` says which) fails: no tolerance without a theorem.
         """
         errs = slice_errors(got, ref)
         if proved is None or proved.bound is None:
+            why = proved.note if proved else "none computed"
             return self.row(
-                name, errs, tol, theorems, extra_ok=extra_ok, note=note, rule=rule,
-                proved_note=proved.note if proved else "",
+                name, errs, 0.0, theorems, extra_ok=False, note=note, rule="no proved bound",
+                proved_note=f"no proved bound: {why}",
             )  # fmt: skip
         bound_s, ratio, ok = proved_ratios(got, ref, proved.bound)
         worst = int(np.argmax(ratio)) if ratio.size else 0

@@ -19,13 +19,13 @@ from pyverify.crosscheck.learner_bound import (
     to_rows,
 )
 from pyverify.crosscheck.results import CrosscheckRow
-from pyverify.tolerance import MPMATH_DPS, TOL_FLOAT64
+from pyverify.precision import MPMATH_DPS
 
 __all__ = ["learner_rows_mpmath", "learner_rows_random"]
 
 
 def learner_rows_random(
-    cmp: Comparer, q: torch.Tensor, heads: list, p, A: torch.Tensor, A_ref: np.ndarray, tol: float
+    cmp: Comparer, q: torch.Tensor, heads: list, p, A: torch.Tensor, A_ref: np.ndarray
 ) -> list[CrosscheckRow]:  # type: ignore[no-untyped-def]
     """The kernels' learner (``p``; its ``A``) vs the float64 reference, by sub-stage.
 
@@ -68,8 +68,7 @@ def learner_rows_random(
             ok = rm <= 1 and ru <= 1
             note = f"statistics at {rm:.2g} (mean), {ru:.2g} (rstd) of the two-pass worst case"
         rows.append(cmp.stage(
-            s.name, from_rows(got[k], B), from_rows(want[k], B), tol, extra_ok=ok, note=note,
-            proved=proved,
+            s.name, from_rows(got[k], B), from_rows(want[k], B), proved, extra_ok=ok, note=note,
         ))  # fmt: skip
     return rows
 
@@ -131,7 +130,7 @@ def learner_rows_mpmath(
         return own + (U64 + MP_REL) * (1 + U64) * from_rows(np.abs(want[k]), B)
 
     return [
-        cmp.stage(s.name, from_rows(got[k], B), from_rows(want[k], B), TOL_FLOAT64,
-                  proved=stage_bound(s.name, lambda k=k: bound(k), SUB_IDS[s.kind]))
+        cmp.stage(s.name, from_rows(got[k], B), from_rows(want[k], B),
+                  stage_bound(s.name, lambda k=k: bound(k), SUB_IDS[s.kind]))
         for k, s in enumerate(subs)
     ]  # fmt: skip

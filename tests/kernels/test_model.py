@@ -5,13 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from kernel_helpers import load_g_lm, rel_err
+from kernel_helpers import TOL, load_g_lm, rel_err
 
 from pyverify.kernels.model import from_reference
 from pyverify.reference import Decoder, g_cache_from
-
-# Same tolerances as test_kernels.py (norm-wise relative): fp64 1e-12, fp32 1e-5.
-TOL = {torch.float64: 1e-12, torch.float32: 1e-5}
 
 
 @pytest.fixture(scope="module")
