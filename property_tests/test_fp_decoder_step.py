@@ -100,6 +100,7 @@ def test_keyed_decoder_pass_and_decode_within_composed_bound(impl, data):
     assert mp_excess(cached, exact[n:], bound[n:]) <= 1.0
 
 
+@pytest.mark.implementation("kernels", dtype="float64")
 def test_keyed_bound_is_sharp_enough_to_catch_a_wrong_metric():
     """A decode that uses a metric off by ``rel`` (relative) leaves the float64 bound."""
     ref = Decoder(DecoderParams.random(vocab=16, d_model=8, num_heads=2, num_layers=2, dff=12,
