@@ -49,7 +49,6 @@ from pyverify.testing.fp import mp_excess
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
 from pyverify.testing.stage_bounds import (
     OutsideModel,
-    f64,
     layernorm_bound,
     mp_context,
     stage_arith,
@@ -72,18 +71,20 @@ def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
     return impl.layer_norm_rows(X, params.ln0_gamma, params.ln0_beta, eps)
 
 
-def _bound(impl, X, dX, params, eps, gamma=None, beta=None) -> np.ndarray:
+def _bound(impl, X, dX, params, eps, gamma=None, beta=None, eta_eps=Fraction(0)) -> np.ndarray:
     """``[fp_layernorm]`` The bound of one evaluation of the row LayerNorm of the exact rows
     ``X`` (the implementation's input within ``dX``; ``X`` as float64 values, themselves
     within ``u64 |X|`` of the exact rows they stand for), ``gamma``, ``beta`` as held
-    (default: the learner's ``ln0``). No bound where the variance is not resolved: the
-    example is rejected."""
+    (default: the learner's ``ln0``); ``eps`` exact (a float or a Fraction), the one the
+    implementation adds within ``eta_eps`` of it. No bound where the variance is not
+    resolved: the example is rejected."""
     g, b = _held(impl, params) if gamma is None else (gamma, beta)
     X = np.asarray(X, np.float64)
     xs = [[Fraction(float(t)) for t in row] for row in X]
     d = np.asarray(dX, np.float64) + U64 * np.abs(X)
     try:
-        return layernorm_bound(xs, d, g, b, eps, stage_arith(impl), mp_context())
+        return layernorm_bound(xs, d, g, b, eps, stage_arith(impl), mp_context(),
+                               eta_eps=eta_eps)  # fmt: skip
     except OutsideModel:
         reject()
 
@@ -173,10 +174,10 @@ def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
     ``v = var(x) + eps``: ``LN(s x; s^2 eps) = LN(x; eps)`` (``var(s x) + s^2 eps =
     s^2 (var(x) + eps)``), any ``eps >= 0``, any row. An ``eps`` added outside the root
     (``sqrt(var) + eps``) or a root of the wrong degree fails it. Oracle: the exact
-    ``LN(x; eps)``. ``s = 2^k``: exact inputs; a general ``a``: ``a x`` and ``a^2 eps`` each
-    rounded once to the compute dtype (``eps`` off by ``u`` relative moves the normalised
-    part by at most ``1/sqrt(1 - u) - 1`` relative: ``sigma`` moves by a factor within
-    ``sqrt(1 +- u)``)."""
+    ``LN(x; eps)``. ``s = 2^k``: exact inputs; a general ``a``: ``a x`` rounded to the compute
+    dtype (the input's error), and the ``eps`` the implementation adds, ``a^2 eps`` rounded,
+    within its exact distance ``eta_eps`` of the exact ``a^2 eps`` (``[fp_layernorm]``: the
+    variance routine's absolute error)."""
     X, _, params = case
     g, b = _held(impl, params)
     want = _oracle(X, g, b, eps)
@@ -192,8 +193,8 @@ def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
     Ya, ea = impl.hold(a * X), impl.hold(a * a * eps)
     la = _ln_impl(impl, Ya, params, ea)
     dY = impl.u_compute * np.abs(a * X)
-    ta = _bound(impl, a * X, dY, params, a * a * eps)
-    ta = ta + (1 / np.sqrt(1 - impl.u_compute) - 1) * np.abs(f64(want) - b)
+    eps_a = Fraction(a) * Fraction(a) * Fraction(eps)
+    ta = _bound(impl, a * X, dY, params, eps_a, eta_eps=abs(Fraction(float(ea)) - eps_a))
     assert _within(la, want, ta)
 
 

@@ -187,7 +187,8 @@ def affine_local(abs_x: np.ndarray, W: np.ndarray, b: np.ndarray, sa: StageArith
 
 
 def layernorm_bound(
-    x: Sequence[Sequence[Fraction]], d: np.ndarray, gamma, beta, eps: float, sa: StageArith,
+    x: Sequence[Sequence[Fraction]], d: np.ndarray, gamma, beta, eps: float | Fraction,
+    sa: StageArith,
     ctx: Any, *, with_parts: bool = False, eta_eps: Fraction = Fraction(0),
 ) -> Any:  # fmt: skip
     """``[fp_layernorm]`` The entrywise bound of every row (float64, rounded up).
@@ -210,14 +211,15 @@ def layernorm_bound(
     u, eta = sa.u, sa.eta
     g = [Fraction(float(t)) for t in np.asarray(gamma, np.float64)]
     bt = [Fraction(float(t)) for t in np.asarray(beta, np.float64)]
-    ep = Fraction(float(eps))
+    ep = eps if isinstance(eps, Fraction) else Fraction(float(eps))
     out, parts = [], []
     for row, drow in zip(x, np.asarray(d, np.float64), strict=True):
         n = len(row)
         dr = [Fraction(float(t)) for t in drow]
         mu = sum(row, Fraction(0)) / n
         v = sum(((t - mu) ** 2 for t in row), Fraction(0)) / n
-        r_mp = 1 / ctx.sqrt(ctx.mpf(v.numerator) / v.denominator + ctx.mpf(float(eps)))
+        w = v + ep
+        r_mp = 1 / ctx.sqrt(ctx.mpf(w.numerator) / w.denominator)
         r = mpf_fraction(r_mp * (1 + ctx.mpf(10) ** (10 - MP_DPS)))
         dmu = stages.fp_layernorm_mean(sum(map(abs, row), Fraction(0)), sum(dr), n, u, u, eta)
         e_v, eta_v = stages.fp_layernorm_variance(n, u, u, eta, eta)
