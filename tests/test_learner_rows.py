@@ -29,7 +29,7 @@ def _rows(heads: list, dtype: str) -> list:
     qn = q.double().numpy()
     ref = plga_forward_batched(qn, qn, qn, heads, causal=True)
     cmp = Comparer(cc.Case("random", shape, "cpu", dtype), "kernels.uncached", "reference.float64")
-    return p, learner_rows_random(cmp, q, heads, p, ded.A, ref.ded.A, 1e-5)
+    return p, learner_rows_random(cmp, q, heads, p, ded.A, ref.ded.A)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])

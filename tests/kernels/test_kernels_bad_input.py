@@ -126,7 +126,7 @@ def test_real_overflow_is_still_reported_as_overflow():
 
 def _unreached_equal(out: torch.Tensor, clean: torch.Tensor, reached: torch.Tensor) -> None:
     """Entries a bad value cannot reach equal the clean call's (float64, same shapes and
-    dispatch: only summation order could differ, so TOL_FLOAT64 = 1e-12 is ample)."""
+    dispatch: only summation order could differ, so 1e-12 (the kernel tests' float64 TOL) is ample)."""
     torch.testing.assert_close(out[~reached], clean[~reached], rtol=1e-12, atol=1e-12)
 
 
