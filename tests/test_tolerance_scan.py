@@ -31,6 +31,7 @@ def my_bound(u):
 def test_output_within_bound(x):
     x = np.zeros(3.0)  # data in a test named "bound" is not tolerance code
     slack = 4
+    K_SAFETY = 16
     tol = x
     tol *= 2
 def check_flow(err, u_io, M, n):
@@ -57,7 +58,7 @@ def test_the_scanner_finds_each_construct():
     got = sorted((f.line, f.literal) for f in found)
     assert got == [
         (2, "2e-06"), (5, "1e-05"), (6, "4"), (7, "1e-09"), (8, "3.5e-07"), (11, "8"),
-        (14, "4"), (16, "2"), (18, "2"),
+        (14, "4"), (15, "16"), (17, "2"), (19, "2"),
     ]  # fmt: skip
     assert {f.context for f in found} >= {
         "assignment to TOL", "comparison in assert", "keyword atol=", "comparison in if",
