@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pyverify.fp.attention import softmax_bound
-from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_matmul
+from pyverify.fp.exps import exp_accuracy
+from pyverify.fp.formulas import (
+    EVAL_SLACK,
+    UNDERFLOW,
+    fp_matmul,
+    fp_softmax_coefficients,
+    fp_softmax_exp_excess,
+)
 from pyverify.fp.models import (
+    REFERENCE_ARITHMETIC,
     linear_stage_bound,
     power_stage_bound,
 )
@@ -88,9 +96,10 @@ def softmax_rel_bound(impl: Impl, E, causal: bool = False) -> float:
     The implementation's softmax of the held scores ``E``
     (:func:`pyverify.fp.attention.softmax_bound`: the reference's order, or the kernels' fused
     SDPA) divided by the weight, at its worst over the allowed entries: the bound is
-    ``rel p + abs`` and the weights are taken from a float64 softmax of ``E`` (its own
-    relative error below ``1e-12``, absorbed). The tests keep every weight normal, so the
-    absolute (underflow) part divided by the weight stays far below the relative part.
+    ``rel p + abs``. The weights ``p`` are bracketed by a float64 softmax of ``E``
+    (NumPy's ``exp``, a sum, a quotient: ``[fp_softmax]`` at ``u64``, ``p^ (1 - rel) - ab <=
+    p <= p^ (1 + rel) + ab`` from ``|p^ - p| <= rel p + ab``); the tests keep every weight
+    normal, so the lower end stays positive (checked).
     """
     E = np.asarray(E, dtype=np.float64)
     s_q, s_k = E.shape
@@ -102,7 +111,17 @@ def softmax_rel_bound(impl: Impl, E, causal: bool = False) -> float:
     z = np.where(allowed, E - np.where(allowed, E, -np.inf).max(axis=1, keepdims=True), -np.inf)
     p = np.exp(z)
     p = p / p.sum(axis=1, keepdims=True)
-    bound = softmax_bound(arith(impl), E, causal=causal, p=p * (1 + 1e-12))
+    ref = REFERENCE_ARITHMETIC
+    u_exp, eta_e = exp_accuracy("numpy")
+    spread = np.where(allowed, -z, 0.0).max(axis=1, keepdims=True)
+    ce_m1 = fp_softmax_exp_excess(0.0, spread, ref.u_c, u_exp)
+    n = allowed.sum(axis=1, keepdims=True)
+    rel, ab = fp_softmax_coefficients(ce_m1, n, ref.u_c, ref.u_c, 1.0, eta_e, ref.eta_c)
+    p_hi = EVAL_SLACK * (p * (1 + rel) + ab)
+    p_lo = (p - rel * p - ab) / EVAL_SLACK
+    if np.any(allowed & (p_lo <= 0)):
+        raise ValueError("a weight too small for a relative bound (the tests keep them normal)")
+    bound = softmax_bound(arith(impl), E, causal=causal, p=np.where(allowed, p_hi, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(allowed & (p > 0), bound / (p * (1 - 1e-12)), 0.0)
+        ratio = np.where(allowed, bound / p_lo, 0.0)
     return float(ratio.max())
