@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 import pyverify.kernels as kern
 from pyverify.conformance.subject import not_applicable
-from pyverify.precision import UNIT_ROUNDOFF
+from pyverify.fp.learner import float_up
 from pyverify.reference import Decoder, DecoderParams, PLGAParams
 from pyverify.reference import mp as rmp
 from pyverify.testing.fp import mp_excess
@@ -57,9 +57,6 @@ from pyverify.testing.strategies import examples, grid_arrays, seeds
 
 pytestmark = pytest.mark.theorem("layernorm_invariance")
 
-#: ``[fp_ieee_rounding]`` float64's unit round-off: a float64 row stands for the exact row
-#: it is the rounding of.
-U64 = UNIT_ROUNDOFF["float64"]
 #: [non-vacuity] With ``eps > 0``, scaling a row down must move its LayerNorm by more than
 #: this many times the two evaluations' proved bounds (visibly, not by rounding).
 VISIBLE = 10
@@ -71,17 +68,26 @@ def _ln_impl(impl, X, params: PLGAParams, eps: float) -> np.ndarray:
     return impl.layer_norm_rows(X, params.ln0_gamma, params.ln0_beta, eps)
 
 
-def _bound(impl, X, dX, params, eps, gamma=None, beta=None, eta_eps=Fraction(0)) -> np.ndarray:
+def _bound(impl, X, dX, params, eps, gamma=None, beta=None, eta_eps=None,
+           scale=None) -> np.ndarray:  # fmt: skip
     """``[fp_layernorm]`` The bound of one evaluation of the row LayerNorm of the exact rows
-    ``X`` (the implementation's input within ``dX``; ``X`` as float64 values, themselves
-    within ``u64 |X|`` of the exact rows they stand for), ``gamma``, ``beta`` as held
-    (default: the learner's ``ln0``); ``eps`` exact (a float or a Fraction), the one the
-    implementation adds within ``eta_eps`` of it. No bound where the variance is not
-    resolved: the example is rejected."""
+    ``X`` (``scale X`` exactly when ``scale`` is given), the implementation's input within
+    ``dX`` of them, ``gamma``, ``beta`` as held (default: the learner's ``ln0``); ``eps``
+    exact (a float or a Fraction), the one the implementation adds within ``eta_eps`` of
+    it (default: ``eps`` as it holds a float, in its compute dtype). No bound where the
+    variance is not resolved: the example is rejected."""
+    if eta_eps is None:
+        eta_eps = abs(Fraction(float(impl.hold(float(eps)))) - Fraction(float(eps)))
     g, b = _held(impl, params) if gamma is None else (gamma, beta)
     X = np.asarray(X, np.float64)
     xs = [[Fraction(float(t)) for t in row] for row in X]
-    d = np.asarray(dX, np.float64) + U64 * np.abs(X)
+    d = np.asarray(dX, np.float64)
+    if scale is not None:  # the exact scaled rows, and the float64 product's distance to them
+        c = Fraction(float(scale))
+        xs = [[c * t for t in row] for row in xs]
+        gap = [[float_up(abs(Fraction(float(f)) - t)) for f, t in zip(fr, er, strict=True)]
+               for fr, er in zip(float(scale) * X, xs, strict=True)]  # fmt: skip
+        d = d + np.array(gap)
     try:
         return layernorm_bound(xs, d, g, b, eps, stage_arith(impl), mp_context(),
                                eta_eps=eta_eps)  # fmt: skip
@@ -158,13 +164,13 @@ def test_row_layernorm_without_eps_ignores_positive_scaling(impl, case, k, a):
     Ya = impl.hold(a * X)
     dY = impl.u_compute * np.abs(a * X)
     la = _ln_impl(impl, Ya, params, 0.0)
-    tol = _bound(impl, X, z, params, 0.0) + _bound(impl, a * X, dY, params, 0.0)
+    tol = _bound(impl, X, z, params, 0.0) + _bound(impl, X, dY, params, 0.0, scale=a)
     assert np.all(np.abs(lx - la) <= tol)
     # the oracle: every evaluation against the exact LayerNorm of the unscaled row
     want = _oracle(X, *_held(impl, params), 0.0)
     assert _within(lx, want, _bound(impl, X, z, params, 0.0))
     assert _within(ly, want, _bound(impl, Y, z, params, 0.0))
-    assert _within(la, want, _bound(impl, a * X, dY, params, 0.0))
+    assert _within(la, want, _bound(impl, X, dY, params, 0.0, scale=a))
 
 
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
@@ -194,7 +200,7 @@ def test_row_layernorm_rsqrt_is_homogeneous(impl, case, eps, k, a):
     la = _ln_impl(impl, Ya, params, ea)
     dY = impl.u_compute * np.abs(a * X)
     eps_a = Fraction(a) * Fraction(a) * Fraction(eps)
-    ta = _bound(impl, a * X, dY, params, eps_a, eta_eps=abs(Fraction(float(ea)) - eps_a))
+    ta = _bound(impl, X, dY, params, eps_a, eta_eps=abs(Fraction(float(ea)) - eps_a), scale=a)
     assert _within(la, want, ta)
 
 
@@ -288,7 +294,7 @@ def test_layernorm_scale_on_the_lean_instance(impl, s):
     Ys = impl.hold(s * X)
     ls = _ln_impl(impl, Ys, base, 0.0)
     assert np.all(
-        np.abs(ls - want) <= _bound(impl, s * X, impl.u_compute * np.abs(s * X), base, 0.0)
+        np.abs(ls - want) <= _bound(impl, X, impl.u_compute * np.abs(s * X), base, 0.0, scale=s)
     )
 
 
