@@ -92,17 +92,24 @@ def test_two_by_two_commutant_symbolically():
 
 
 # --------------------------------------------------------------------------- exact, dk x dk
-def _commutant_basis(R: sympy.Matrix) -> list[sympy.Matrix]:
-    """Exact basis of {M : M R = R M} (sympy nullspace of the commutator map)."""
-    n = R.shape[0]
+def _sylvester_null(Rp: sympy.Matrix, Rq: sympy.Matrix) -> list[sympy.Matrix]:
+    """Exact basis of {X : X Rq = Rp X} (sympy nullspace of ``X -> X Rq - Rp X``): the
+    commutant of ``R`` for ``Rp = Rq = R``; block (p, q) of the commutant of an exactly
+    block-diagonal R (``(M R - R M)_pq = M_pq R_q - R_p M_pq``)."""
+    n = Rp.shape[0]
     cols = []
     for i in range(n):
         for j in range(n):
             E = sympy.zeros(n, n)
             E[i, j] = 1
-            cols.append(list(E * R - R * E))
-    L = sympy.Matrix(cols).T  # column (i, j) = vec(E_ij R - R E_ij), row-major vec
+            cols.append(list(E * Rq - Rp * E))
+    L = sympy.Matrix(cols).T  # column (i, j) = vec(E_ij Rq - Rp E_ij), row-major vec
     return [sympy.Matrix(n, n, list(v)) for v in L.nullspace()]
+
+
+def _commutant_basis(R: sympy.Matrix) -> list[sympy.Matrix]:
+    """Exact basis of {M : M R = R M}."""
+    return _sylvester_null(R, R)
 
 
 def _in_block_span(M: sympy.Matrix) -> bool:
@@ -140,19 +147,6 @@ def test_repeated_plane_rotation_enlarges_the_commutant(cs, n_planes):
 
 
 # --------------------------------------------------------------------------- implementations
-def _sylvester_null(Rp: sympy.Matrix, Rq: sympy.Matrix) -> list[sympy.Matrix]:
-    """Exact basis of {X (2 x 2) : X Rq = Rp X}: block (p, q) of the commutant of a
-    block-diagonal R (``(M R - R M)_pq = M_pq R_q - R_p M_pq`` when R is exactly block
-    diagonal)."""
-    cols = []
-    for i in range(PLANE_DIM):
-        for j in range(PLANE_DIM):
-            E = sympy.zeros(PLANE_DIM, PLANE_DIM)
-            E[i, j] = 1
-            cols.append(list(E * Rq - Rp * E))
-    return [sympy.Matrix(PLANE_DIM, PLANE_DIM, list(v)) for v in sympy.Matrix(cols).T.nullspace()]
-
-
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.sampled_from([2, 4, 6, 8]), st.integers(1, 64))
 def test_commutant_of_implementation_rotations_has_dimension_dk(impl, dk, n):
