@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 import pyverify.kernels as kern
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_matmul
-from pyverify.fp.learner import float_up
 from pyverify.kernels.head import rotate_query, sdpa_qg
 from pyverify.reference import Decoder, PLGAParams, mp
 from pyverify.testing.decoder_bounds import folded_query, pass_bound
@@ -35,7 +34,7 @@ from pyverify.testing.impls import (
     kernels,
 )
 from pyverify.testing.rope_bounds import angle_rounding, plane_norm1, rope_row_error, rotated_error
-from pyverify.testing.stage_bounds import OutsideModel, mpf_fraction
+from pyverify.testing.stage_bounds import OutsideModel, exact_gap
 from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
@@ -129,10 +128,9 @@ def fold_cases(draw, commutant: bool = True):
 def _mp_gap(a, b) -> np.ndarray:
     """``|a - b|`` of two mpmath matrices, rounded up, with the oracle's own error
     (:data:`~pyverify.testing.fp.MP_REL`) on each side."""
-    return np.array([[float_up(abs(mpf_fraction(x) - mpf_fraction(y)))
-                      + MP_REL * (abs(float(x)) + abs(float(y)))
-                      for x, y in zip(ra, rb, strict=True)]
-                     for ra, rb in zip(a.tolist(), b.tolist(), strict=True)])  # fmt: skip
+    a, b = a.tolist(), b.tolist()
+    size = np.abs(np.array(a, dtype=np.float64)) + np.abs(np.array(b, dtype=np.float64))
+    return exact_gap(a, b) + MP_REL * size
 
 
 def _plain(impl) -> str | None:

@@ -39,12 +39,11 @@ from hypothesis import given, reject
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
-from pyverify.fp.learner import float_up
 from pyverify.reference import Decoder, DecoderParams, KVGCache, PowerLawOverflowError, g_cache_from
 from pyverify.testing.decoder_bounds import cached_decode_bound, pass_bound
 from pyverify.testing.decoder_tightness import pinned_decoder
 from pyverify.testing.impls import FLOAT, REFERENCE, impl_ids, kernels
-from pyverify.testing.stage_bounds import OutsideModel, mpf_fraction
+from pyverify.testing.stage_bounds import OutsideModel, exact_gap
 from pyverify.testing.strategies import (
     decoder_constant_g,
     decoder_g,
@@ -190,10 +189,7 @@ def _across(impl, ref, toks, G) -> np.ndarray:
     except OutsideModel:
         reject()  # a stage's premise fails: no proved bound for this decoder
         raise
-    gap = np.array([[float_up(abs(mpf_fraction(a) - mpf_fraction(b)))
-                     for a, b in zip(ra, rb, strict=True)]
-                    for ra, rb in zip(exact_i, exact_r, strict=True)])  # fmt: skip
-    return b_i + b_r + gap
+    return b_i + b_r + exact_gap(exact_i, exact_r)
 
 
 @pytest.mark.parametrize("impl", kernels("float64", "float32"), ids=impl_ids)

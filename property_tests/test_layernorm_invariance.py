@@ -49,6 +49,7 @@ from pyverify.testing.fp import mp_excess
 from pyverify.testing.impls import ALL, FLOAT, impl_ids
 from pyverify.testing.stage_bounds import (
     OutsideModel,
+    eps_error,
     layernorm_bound,
     mp_context,
     stage_arith,
@@ -77,7 +78,7 @@ def _bound(impl, X, dX, params, eps, gamma=None, beta=None, eta_eps=None,
     it (default: ``eps`` as it holds a float, in its compute dtype). No bound where the
     variance is not resolved: the example is rejected."""
     if eta_eps is None:
-        eta_eps = abs(Fraction(float(impl.hold(float(eps)))) - Fraction(float(eps)))
+        eta_eps = eps_error(float(eps), stage_arith(impl).ar.compute)
     g, b = _held(impl, params) if gamma is None else (gamma, beta)
     X = np.asarray(X, np.float64)
     xs = [[Fraction(float(t)) for t in row] for row in X]

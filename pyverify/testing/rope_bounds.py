@@ -35,8 +35,8 @@ from pyverify.fp.learner import float_up
 from pyverify.fp.models import Arithmetic
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import ROPE_BASE
-from pyverify.testing.fp import MP_DPS, MP_REL
-from pyverify.testing.stage_bounds import StageArith, mpf_fraction
+from pyverify.testing.fp import MP_REL
+from pyverify.testing.stage_bounds import StageArith, mp_context, mpf_fraction
 
 __all__ = [
     "PLANE",
@@ -65,15 +65,9 @@ U64 = UNIT_ROUNDOFF["float64"]
 PLANE = 2
 
 
-def _ctx() -> mpmath.context.MPContext:
-    ctx = mpmath.MPContext()
-    ctx.dps = MP_DPS
-    return ctx
-
-
 def exact_thetas(dk: int, base: float = ROPE_BASE) -> list[mpmath.mpf]:
     """The spec's frequencies ``base^(-2p/dk)`` in mpmath (``MP_DPS`` digits)."""
-    ctx = _ctx()
+    ctx = mp_context()
     return [ctx.power(ctx.mpf(base), -ctx.mpf(PLANE * p) / dk) for p in range(dk // PLANE)]
 
 
@@ -86,7 +80,7 @@ def theta_error(dk: int, base: float = ROPE_BASE) -> np.ndarray:
     library ``pow`` has relative error ``r = LIB_ACCURACY["float64"]`` (declared; checked
     by :func:`theta_excess`). The Lipschitz constant is evaluated in mpmath, rounded up.
     """
-    ctx = _ctx()
+    ctx = mp_context()
     out = []
     for p, theta in enumerate(exact_thetas(dk, base)):
         x = ctx.mpf(PLANE * p) / dk
@@ -192,7 +186,7 @@ def trig_excess(angles, device: str = "cpu") -> float:  # type: ignore[no-untype
     """
     a = np.asarray(angles, dtype=np.float64).ravel()
     ta = torch.as_tensor(a, device=device)
-    ctx = _ctx()
+    ctx = mp_context()
     worst = ctx.mpf(0)
     for fn, mfn in ((np.cos, ctx.cos), (np.sin, ctx.sin)):
         got = (fn(a), getattr(torch, fn.__name__)(ta).cpu().numpy())
@@ -216,7 +210,7 @@ def theta_excess(dk: int, device: str = "cpu", base: float = ROPE_BASE) -> float
         (base ** (-torch.as_tensor(p, device=device) / dk)).cpu().numpy(),
     )
     bound = theta_error(dk, base)
-    ctx = _ctx()
+    ctx = mp_context()
     worst = ctx.mpf(0)
     for i, exact in enumerate(exact_thetas(dk, base)):
         for g in got:

@@ -58,13 +58,14 @@ from typing import Any
 
 import mpmath
 import numpy as np
+import torch
 
 from pyverify.fp import stages
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_mixed_precision
 from pyverify.fp.learner import HIDDEN_LIMIT, SILU_LIP, float_up, reference_sigmoid_exp
 from pyverify.fp.models import LIB_ACCURACY, Arithmetic
 from pyverify.fp.underflow import NotModelled
-from pyverify.precision import UNIT_ROUNDOFF
+from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
 from pyverify.reference import mp_stages as mps
 from pyverify.testing.fp import MP_DPS, arith
 
@@ -74,6 +75,8 @@ __all__ = [
     "StageArith",
     "affine_local",
     "affine_mp",
+    "eps_error",
+    "exact_gap",
     "f64",
     "layernorm_bound",
     "mp_context",
@@ -158,11 +161,24 @@ def mp_context() -> Any:
 
 def mpf_fraction(x: Any) -> Fraction:
     """An ``mpf`` (or float) as the Fraction it is, exactly (``man_exp`` is unsigned)."""
-    if isinstance(x, float | int):
-        return Fraction(x)
+    if isinstance(x, float | int | np.floating):
+        return Fraction(float(x))
     man, exp = x.man_exp
     value = Fraction(int(man)) * (Fraction(2) ** int(exp))
     return -value if x < 0 else value
+
+
+def exact_gap(a: Any, b: Any) -> np.ndarray:
+    """``|a - b|`` entrywise, exactly, rounded up (rows of floats or mpf, either side)."""
+    return np.array([[float_up(abs(mpf_fraction(x) - mpf_fraction(y)))
+                      for x, y in zip(ra, rb, strict=True)]
+                     for ra, rb in zip(a, b, strict=True)])  # fmt: skip
+
+
+def eps_error(eps: float, compute: str) -> Fraction:
+    """How far the ``eps`` a routine in ``compute`` adds (``eps`` converted to it) is from it."""
+    held = torch.tensor(float(eps), dtype=torch.float64).to(TORCH_DTYPES[compute])
+    return abs(Fraction(float(held)) - Fraction(float(eps)))
 
 
 def f64(m: Sequence[Sequence[Any]]) -> np.ndarray:
