@@ -1,67 +1,74 @@
-"""Model-level conformance: both decoders against each other and against the spec composition.
+"""Model-level conformance: each decoder against the spec written out in exact arithmetic.
 
 Every other model-level property compares a decoder with itself in another mode, so a
-structural bug (a residual or a rotation dropped) would sit on both sides. Here:
+structural bug (a residual or a rotation dropped, the learner fed the wrong tensor, a cache
+that reuses the wrong ``G``) would sit on both sides. Here the oracle is ``plga-spec.md``
+"The reference model around the head" evaluated in mpmath
+(:func:`pyverify.testing.decoder_bounds.decoder_bound`: the embedding times
+``sqrt(d_model)`` then LayerNorm, projections with bias, RoPE at the exact angles
+``n 10000^(-2p/dk)``, per head ``softmax(q G k^T / sqrt(dk)) v`` causal, concat and output
+projection, residual + post-LayerNorm, SwiGLU FFN, residual + post-LayerNorm, readout;
+steps 1-6 of the head from :mod:`pyverify.reference.mp_stages`), and every comparison is
+held to a proved bound:
 
-* :func:`spec_decoder` is ``plga-spec.md`` "The reference model around the head", written
-  out from the head API alone (``plga_forward``, one call per head) and NumPy: embedding
-  times ``sqrt(d_model)`` then LayerNorm, projections with bias, RoPE (base 10000, adjacent
-  planes, written here) on q and k, one PLGA head per head, concat and output projection,
-  residual + post-LayerNorm, SwiGLU FFN, residual + post-LayerNorm, readout. Its constants
-  (LayerNorm eps, RoPE base, and the heads' eps handed to ``plga_forward``) are the spec's,
-  pinned here by value, never read from the parameters.
-* each decoder (reference ``Decoder``, kernels ``PLGADecoder`` in every dtype) is held to
-  the spec oracle, and the kernels also to the reference decoder directly: logits and every
-  deductive tensor, uncached, G-cached, and token-by-token decoding with the G-cache and
-  with the A-cache (the reference model's KV-cache semantics: steps 4-6 recomputed from the
-  prompt's A).
+* **logits**: ``[fp_decoder_step]`` for the pass with the metric ``G`` the decoder used
+  (its own, read out of its deductive tensors; the cache's; or the one supplied):
+  :func:`~pyverify.testing.decoder_bounds.pass_bound`, a cached decode's rows included
+  (``fp_cached_decode``);
+* **A** of every layer and head: the metric learner's composed bound
+  (:func:`~pyverify.testing.learner_bounds.composed_learner_bound`: ``D = Q^T Q`` on the
+  computed queries, the row LayerNorms, the SwiGLU units) on the exact rotated queries of
+  that pass and their bound (:func:`~pyverify.testing.decoder_bounds.rotated_bound`);
+* **A_LM, A_P, G**: steps 4-6 applied exactly to the decoder's own previous tensor, each
+  within its stage's bound (:func:`~pyverify.testing.bounds.formula_excess`).
 
-Tolerances (:func:`tolerances`): stochastic arithmetic (CESTAC, Vignes 1993). A first-order
-worst-case bound composed through the Gram matrix, the row LayerNorms of the metric learner
-and a second layer is vacuous here (it was measured at 10^4-10^10 times the actual error:
-each LayerNorm multiplies a worst-case bound by 1 / sigma of its row), so the error is
-estimated on the computation itself: the oracle is re-run with every stage's result and
-every parameter perturbed at random by the size of one rounding (the stage's unit round-off
-``u``; a parameter by the backward error of the product it enters, ``sqrt(n) u``), which
-moves each output by its actual conditioning times ``u``. The tolerance is ``K = 16`` times
-the largest move seen in ``N = 3`` runs (CESTAC's 3 samples estimate the error's magnitude;
-the factor covers a worst case a few times the sample spread and roundings the
-perturbation does not model), and never below ``K u max|T|``. The target of a
-low-precision decoder is the spec at the parameters as that decoder holds them (decoder
-weights rounded to its dtype, head parameters to float32), so the tolerance measures
-arithmetic, not the rounding of weights.
+So a layer's ``G`` is the spec's function of that layer's input (the pass run with the
+decoder's ``G`` for the layers below), and the logits are the spec's pass with those ``G``.
+What is assumed: the premises of the stage statements (:mod:`pyverify.testing.stage_bounds`:
+torch's CPU kernels at the subject's arithmetic, SDPA pinned to the backend the bound
+models), and that ``deductive`` reports the tensors ``forward`` used (one deterministic
+pass). The A-cache's decode is held to the G-cache's pass: its ``G`` is steps 4-6 re-run on
+the prompt's ``A`` (the numbers the prompt's ``G`` came from), checked as its rows being the
+G-cache's rows bit for bit.
+
+Where it cannot speak: below float32 (no proved decoder bound: bfloat16 and float16
+decoders are held to the stage statements by the cross-check and the stage property tests,
+not here); float32 decoders have one layer (at two the proved bound does not exist:
+``test_fp_decoder_step``); an example whose stage premises fail (a LayerNorm row whose
+variance the bound cannot resolve) is rejected and another drawn.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, reject
 from hypothesis import strategies as st
 
 from pyverify.conformance.subject import not_applicable
 from pyverify.fp.exps import LIB_ACCURACY, TRIG_ACCURACY
 from pyverify.fp.formulas import EVAL_SLACK, fp_elementwise
 from pyverify.kernels.model import from_reference as kernel_decoder
-from pyverify.reference import LN_EPS, METRIC_EPS, ROPE_BASE, Decoder, PLGAParams, plga_forward
+from pyverify.reference import LN_EPS, METRIC_EPS, ROPE_BASE, Decoder
 from pyverify.reference import mp as rmp
-from pyverify.reference.params import SWIGLU_FIELDS
+from pyverify.testing.bounds import formula_excess
+from pyverify.testing.decoder_bounds import pass_bound
+from pyverify.testing.decoder_tightness import pinned_decoder
 from pyverify.testing.fp import arith, mp_excess
-from pyverify.testing.impls import (
-    ALL,
-    REFERENCE,
-    UNIT_ROUNDOFF,
-    Impl,
-    impl_ids,
-    map_head_arrays,
-    params_as_used,
+from pyverify.testing.impls import ALL, FLOAT, Impl, impl_ids, params_as_used
+from pyverify.testing.learner_bounds import composed_learner_bound
+from pyverify.testing.stage_bounds import (
+    OutsideModel,
+    eps_error,
+    layernorm_bound,
+    mp_context,
+    stage_arith,
 )
-from pyverify.testing.stage_bounds import eps_error, layernorm_bound, mp_context, stage_arith
 from pyverify.testing.strategies import decoder_g, examples, small_decoder, tokens
 
 # The spec's constants, by value (plga-spec.md): nothing below reads them from parameters.
@@ -69,293 +76,131 @@ SPEC_LN_EPS = 1e-6  # every LayerNorm (decoder and metric learner)
 SPEC_METRIC_EPS = 1e-9  # A_LM = iSwiGLU(W A + b) + eps
 SPEC_ROPE_BASE = 10000.0  # theta_p = base^(-2p/dk)
 
-K_SAFETY = 16  # tolerance = K times the largest stochastic move (module docstring)
-N_RUNS = 3
+NAMES = ("A", "A_LM", "A_P", "G")
+SHIPPED = ("reference", "kernels")
 
 
-# --------------------------------------------------------------------------- the oracle
-def _head_params(mha, h: int) -> PLGAParams:
-    """Head ``h``'s PLGA parameters (the one place that knows the decoder's layout), with
-    the spec's epsilons (a decoder holding other values would then disagree)."""
-    return dataclasses.replace(mha.heads[h], ln_eps=SPEC_LN_EPS, metric_eps=SPEC_METRIC_EPS)
-
-
-def _ln(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
-    xc = x - x.mean(axis=-1, keepdims=True)
-    return xc / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + SPEC_LN_EPS) * g + b
-
-
-def _silu(x: np.ndarray) -> np.ndarray:
-    return x / (1.0 + np.exp(-x))
-
-
-def _rope(x: np.ndarray, offset: int = 0) -> np.ndarray:
-    """Row at position n times ``R_n^T``; plane p = coordinates (2p, 2p+1)."""
-    S, dk = x.shape
-    theta = SPEC_ROPE_BASE ** (-2.0 * np.arange(dk // 2) / dk)
-    ang = (offset + np.arange(S))[:, None] * theta[None, :]
-    c, s = np.cos(ang), np.sin(ang)
-    out = np.empty_like(x)
-    out[:, 0::2] = x[:, 0::2] * c - x[:, 1::2] * s
-    out[:, 1::2] = x[:, 0::2] * s + x[:, 1::2] * c
-    return out
-
-
-def _same(x):
-    return x
-
-
-def spec_decoder(p, toks, *, G=None, A=None, jitter=_same) -> tuple[np.ndarray, list]:
-    """The spec's post-LayerNorm decoder on ``toks`` (causal), from the head API alone.
-
-    ``G`` / ``A``: per layer ``(H, dk, dk)`` operators / metric-learner outputs used
-    instead of computing them (the G-cache / the A-cache). ``jitter`` is applied to every
-    stage's result (identity, or a random rounding: :class:`Jitter`). Returns the logits
-    and, per layer, the heads' :class:`~pyverify.reference.Deductive` tensors.
-    """
-    J = jitter
-    d = p.embedding.shape[1]
-    x = J(_ln(J(p.embedding[np.asarray(toks)] * np.sqrt(d)), p.ln_gamma, p.ln_beta))
-    deds = []
-    for li, layer in enumerate(p.layers):
-        m = layer.mha
-        H = len(m.heads)
-        dk = d // H
-        q_all, k_all, v_all = J(x @ m.Wq + m.bq), J(x @ m.Wk + m.bk), J(x @ m.Wv + m.bv)
-        outs, layer_deds = [], []
-        for h in range(H):
-            cols = slice(h * dk, (h + 1) * dk)
-            q, k, v = J(_rope(q_all[:, cols])), J(_rope(k_all[:, cols])), v_all[:, cols]
-            kw = {}
-            if G is not None:
-                kw["G"] = J(G[li][h])
-            elif A is not None:
-                kw["A"] = J(A[li][h])
-            out, ded = plga_forward(q, k, v, _head_params(m, h), causal=True, **kw)
-            outs.append(J(out))
-            layer_deds.append(ded)
-        x1 = J(
-            _ln(
-                J(J(np.concatenate(outs, axis=1) @ m.Wo + m.bo) + x),
-                layer.ln1_gamma,
-                layer.ln1_beta,
-            )
-        )
-        f = layer.ffn
-        gate = J(_silu(J(x1 @ f.W1 + f.b1))) * J(x1 @ f.W2 + f.b2)
-        x = J(_ln(J(J(J(gate) @ f.W3 + f.b3) + x1), layer.ln2_gamma, layer.ln2_beta))
-        deds.append(layer_deds)
-    return J(x @ p.W_out + p.b_out), deds
-
-
-def _stack(deds, name: str) -> list[np.ndarray]:
-    """Per-layer ``(H, dk, dk)`` stacks of one deductive tensor."""
-    return [np.stack([getattr(d, name) for d in layer]) for layer in deds]
-
-
-# --------------------------------------------------------------------------- parameters
-_DEC = ("embedding", "ln_gamma", "ln_beta", "W_out", "b_out")
-_MHA = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")
-_LAYER = ("ln1_gamma", "ln1_beta", "ln2_gamma", "ln2_beta")
-
-
-def map_params(ref: Decoder, dec, head) -> Decoder:
-    """``ref`` with ``dec`` applied to every decoder array and ``head`` to every head."""
-    p = ref.params
-
-    def on(obj, names, f):
-        return dataclasses.replace(obj, **{n: f(getattr(obj, n)) for n in names})
-
-    layers = [
-        dataclasses.replace(
-            on(layer, _LAYER, dec),
-            mha=dataclasses.replace(
-                on(layer.mha, _MHA, dec), heads=[head(hp) for hp in layer.mha.heads]
-            ),
-            ffn=on(layer.ffn, SWIGLU_FIELDS, dec),
-        )
-        for layer in p.layers
-    ]
-    return Decoder(dataclasses.replace(on(p, _DEC, dec), layers=layers))
-
-
-def as_held(impl: Impl, ref: Decoder) -> Decoder:
-    """The decoder with the parameters the implementation holds: the kernels round the
-    decoder's weights to their dtype and keep head parameters in the compute dtype
-    (float32 below float64, ``params_as_used``); float64 holds everything as given."""
-    return map_params(ref, impl.round, lambda hp: params_as_used(impl, hp))
-
-
-def round_compute(impl: Impl, G: list[np.ndarray]) -> list[np.ndarray]:
-    """Operators rounded to the compute dtype (what a G-cache holds)."""
-    return [impl.hold(g) for g in G]
-
-
-# --------------------------------------------------------------------------- tolerances
-class Jitter:
-    """A random rounding of relative size ``u``: one ulp up or down in float64 (where
-    ``u`` is float64's), else a factor ``1 + u r`` with ``r`` uniform in [-1, 1]."""
-
-    def __init__(self, rng: np.random.Generator, u: float) -> None:
-        self.rng, self.u = rng, u
-
-    def __call__(self, x):
-        x = np.asarray(x, dtype=np.float64)
-        if self.u <= UNIT_ROUNDOFF["float64"]:
-            up = self.rng.random(x.shape) < 0.5
-            return np.where(up, np.nextafter(x, np.inf), np.nextafter(x, -np.inf))
-        return x * (1.0 + self.u * self.rng.uniform(-1.0, 1.0, x.shape))
-
-
-def stage_u(impl: Impl) -> float:
-    """Round-off of one stage's result: the storage dtype below float32 (every stage's
-    result is stored in it), else the compute dtype."""
-    return impl.u_io if impl.dtype in ("bfloat16", "float16") else impl.u_compute
-
-
-def tolerances(impl: Impl, held: Decoder, run, seed: int) -> dict:
-    """Per named output of ``run(decoder, jitter)`` (a dict of arrays): ``K`` times the
-    largest move over ``N_RUNS`` stochastically rounded runs, at least ``K u max|T|``."""
-    base = run(held, _same)
-    p = held.params
-    n_dec = max(p.d_model, p.layers[0].ffn.W1.shape[1])
-    hp0 = p.layers[0].mha.heads[0]
-    n_head = max(hp0.dk, *(b.W1.shape[1] for u in hp0.reslayers for b in u.dense), 1)
-    u, uc = stage_u(impl), impl.u_compute
-    move = {k: 0.0 for k in base}
-    for i in range(N_RUNS):
-        rng = np.random.default_rng([seed, i])
-        jw = Jitter(rng, np.sqrt(n_dec) * uc)  # backward error of a length-n product
-        jh = Jitter(rng, np.sqrt(n_head) * uc)
-
-        head = functools.partial(map_head_arrays, fn=jh)
-        out = run(map_params(held, jw, head), Jitter(rng, u))
-        for k in base:
-            move[k] = max(move[k], float(np.max(np.abs(out[k] - base[k]))))
-    return base, {k: K_SAFETY * max(move[k], u * float(np.max(np.abs(base[k])))) for k in base}
-
-
-def check_close(got, want, tol: float, what: str) -> None:
-    """``max |got - want| <= tol``, with the worst entry in the message."""
-    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    err = np.abs(got - want)
-    i = np.unravel_index(np.argmax(err), err.shape)
-    assert err[i] <= tol, f"{what}: |{got[i]!r} - {want[i]!r}| = {err[i]:.3g} > tol {tol:.3g}"
-
-
-def toks_seed(toks) -> int:
-    return int(np.sum(np.asarray(toks) * (np.arange(len(toks)) + 7))) % 2**31
+# --------------------------------------------------------------------------- helpers
+def _np(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(x, np.float64)
 
 
 @st.composite
-def cases(draw):
-    return draw(small_decoder()), draw(tokens(16, 2, 7))
+def cases(draw, impl: Impl):
+    """A small decoder (one layer at float32: see the module docstring) and tokens."""
+    kw = {"num_layers": 1} if impl.dtype == "float32" else {}
+    return draw(small_decoder(**kw)), draw(tokens(16, 2, 7))
 
 
-NAMES = ("A", "A_LM", "A_P", "G")
+def _deductive(model, toks) -> list[list[dict[str, np.ndarray]]]:
+    """``[layer][head]`` the deductive tensors of an uncached pass, as float64 arrays."""
+    return [[{n: _np(getattr(d, n)) for n in NAMES} for d in layer]
+            for layer in model.deductive(toks)]  # fmt: skip
+
+
+def _metric(deds) -> list[np.ndarray]:
+    """Per layer the ``(H, dk, dk)`` metric the pass used."""
+    return [np.stack([d["G"] for d in layer]) for layer in deds]
+
+
+def check_logits(got, exact, bound, what: str) -> None:
+    """``[fp_decoder_step]``: every computed logit within its bound of the exact one."""
+    excess = mp_excess(_np(got), exact, bound)
+    assert excess <= 1, f"{what}: error {excess:.3g} x its proved bound"
+
+
+def _bounded(impl, ref, toks, G, queries=None):
+    """:func:`pass_bound`, rejecting an example whose stage premises fail."""
+    try:
+        return pass_bound(impl, ref, toks, G, queries=queries)
+    except OutsideModel:
+        reject()  # a stage's premise fails: no proved bound for this decoder
 
 
 # --------------------------------------------------------------------------- uncached
 @pytest.mark.theorem("metric_positivity")
-@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @examples(10)
-@given(cases())
-def test_uncached_logits_and_deductive_tensors_conform(impl, case):
-    """Uncached: logits and A, A_LM, A_P, G of every layer and head against the spec
-    oracle, and (kernels) against the reference decoder; A_LM > 0 and A_P > 0 in both."""
-    ref, toks = case
-    held = as_held(impl, ref)
-    model = impl.decoder(held)
-
-    def run(dec, J):
-        logits, deds = spec_decoder(dec.params, toks, jitter=J)
-        out = {"logits": logits}
-        for li, layer in enumerate(deds):
-            for h, d in enumerate(layer):
-                out.update({(n, li, h): getattr(d, n) for n in NAMES})
-        return out
-
-    want, tol = tolerances(impl, held, run, toks_seed(toks))
-    got_logits, got_deds = model.forward(toks), model.deductive(toks)
-    got = {"logits": got_logits}
-    for li, layer in enumerate(got_deds):
+@given(st.data())
+def test_uncached_logits_and_deductive_tensors_conform(impl, data):
+    """Uncached: the logits (the spec's pass with the decoder's own ``G``), every layer's
+    and head's ``A`` (the spec's learner of that pass's queries), ``A_LM``, ``A_P``, ``G``
+    (steps 4-6 of the decoder's own tensors), each within its proved bound of the exact
+    value; ``A_LM > 0`` and ``A_P > 0``."""
+    ref, toks = data.draw(cases(impl))
+    with pinned_decoder(impl, ref):
+        model = impl.decoder(ref)
+        logits, deds = model.forward(toks), _deductive(model, toks)
+    queries: list = []
+    exact, bound = _bounded(impl, ref, toks, _metric(deds), queries)
+    check_logits(logits, exact, bound, f"{impl} uncached logits")
+    sa, ctx = stage_arith(impl), mp_context()
+    for li, (layer, (Q, dQ)) in enumerate(zip(deds, queries, strict=True)):
+        heads = ref.params.layers[li].mha.heads
+        dk = len(Q[0]) // len(heads)
         for h, d in enumerate(layer):
-            got.update({(n, li, h): getattr(d, n) for n in NAMES})
-            assert np.all(d.A_LM > 0) and np.all(d.A_P > 0)
-    for key in want:
-        check_close(got[key], want[key], tol[key], f"{impl} {key} vs spec")
-    if impl.name == "kernels":  # and directly against the reference decoder
-        out = held.forward(np.asarray(toks))
-        check_close(got_logits, out.logits, tol["logits"], f"{impl} logits vs reference")
-        for li, layer in enumerate(out.deductive):
-            for h, rd in enumerate(layer):
-                for n in NAMES:
-                    check_close(
-                        got[(n, li, h)],
-                        getattr(rd, n),
-                        tol[(n, li, h)],
-                        f"{impl} {n} layer {li} head {h} vs reference",
-                    )
+            assert np.all(d["A_LM"] > 0) and np.all(d["A_P"] > 0)
+            cols = slice(h * dk, (h + 1) * dk)
+            held = params_as_used(impl, heads[h])
+            try:
+                A, bA = composed_learner_bound([r[cols] for r in Q], held, sa, dq=dQ[:, cols])
+            except OutsideModel:
+                reject()
+            excess = mp_excess(d["A"], A, bA)
+            assert excess <= 1, f"{impl} A layer {li} head {h}: {excess:.3g} x its bound"
+            res = SimpleNamespace(**d)
+            steps = formula_excess(impl, res, held, ctx)
+            assert max(steps.values()) <= 1, f"{impl} layer {li} head {h}: steps 4-6 {steps}"
 
 
 # --------------------------------------------------------------------------- G-cached
 @pytest.mark.theorem("collapse_absorption")
-@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @examples(10)
-@given(cases(), st.data())
-def test_g_cached_and_collapsed_logits_conform(impl, case, data):
-    """A supplied per-layer G (G-cache, and the collapsed SDPA-on-Q G* mode): logits against
-    the spec oracle run with that G, and (kernels) against the reference decoder."""
-    ref, toks = case
-    held = as_held(impl, ref)
-    G = round_compute(impl, data.draw(decoder_g(ref)))
-    model = impl.decoder(held)
-
-    def run(dec, J):
-        return {"logits": spec_decoder(dec.params, toks, G=G, jitter=J)[0]}
-
-    want, tol = tolerances(impl, held, run, toks_seed(toks))
-    for mode, got in (
-        ("g_cached", model.forward(toks, G=G)),
-        ("collapsed", model.collapsed(toks, G)),
-    ):
-        check_close(got, want["logits"], tol["logits"], f"{impl} {mode} logits vs spec")
-        if impl.name == "kernels":
-            ref_logits = held.forward(np.asarray(toks), G_cache=G).logits
-            check_close(got, ref_logits, tol["logits"], f"{impl} {mode} logits vs reference")
+@given(st.data())
+def test_g_cached_and_collapsed_logits_conform(impl, data):
+    """A supplied per-layer G (G-cache, and the collapsed SDPA-on-Q G* mode): the logits
+    within the proved bound of the spec's pass with that G."""
+    ref, toks = data.draw(cases(impl))
+    G = [impl.hold(g) for g in data.draw(decoder_g(ref))]
+    exact, bound = _bounded(impl, ref, toks, G)
+    with pinned_decoder(impl, ref):
+        model = impl.decoder(ref)
+        for mode, got in (("g_cached", model.forward(toks, G=G)),
+                          ("collapsed", model.collapsed(toks, G))):  # fmt: skip
+            check_logits(got, exact, bound, f"{impl} {mode} logits")
 
 
 # --------------------------------------------------------------------------- decoding
 @pytest.mark.theorem("cache_equivalence")
-@pytest.mark.parametrize("impl", ALL, ids=impl_ids)
+@pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @examples(8)
-@given(cases(), st.data())
-def test_token_by_token_decoding_conforms(impl, case, data):
+@given(st.data())
+def test_token_by_token_decoding_conforms(impl, data):
     """Prompt pass, then one token at a time with the KV-cache and the prompt's G (G-cache)
     or the prompt's A (A-cache, steps 4-6 recomputed): the spec's semantics is the whole
-    sequence run with G (resp. A) frozen at the prompt's; against the oracle and (kernels)
-    the reference decoder's own decoding."""
-    ref, toks = case
+    sequence run with ``G`` frozen at the prompt's. The decoded rows within the proved
+    bound of that pass (the prompt's ``G`` is held to the spec by the uncached test); the
+    A-cache's rows are the G-cache's bit for bit (its ``G``: the same steps on the same
+    ``A``)."""
+    ref, toks = data.draw(cases(impl))
     n = data.draw(st.integers(1, len(toks) - 1))
-    held = as_held(impl, ref)
-    model = impl.decoder(held)
-
-    def run(dec, J):
-        _, deds = spec_decoder(dec.params, toks[:n], jitter=J)
-        return {
-            "G": spec_decoder(dec.params, toks, G=_stack(deds, "G"), jitter=J)[0][n:],
-            "A": spec_decoder(dec.params, toks, A=_stack(deds, "A"), jitter=J)[0][n:],
-        }
-
-    want, tol = tolerances(impl, held, run, toks_seed(toks) + n)
-    ref_model = None if impl.name == "reference" else REFERENCE.decoder(held)
-    for key, use_g in (("G", True), ("A", False)):
-        got = model.decode(toks[:n], toks[n:], use_g_cache=use_g)
-        check_close(got, want[key], tol[key], f"{impl} {key}-cache decoding vs spec")
-        if ref_model is not None:
-            r = ref_model.decode(toks[:n], toks[n:], use_g_cache=use_g)
-            check_close(got, r, tol[key], f"{impl} {key}-cache decoding vs reference")
+    with pinned_decoder(impl, ref):
+        model = impl.decoder(ref)
+        G = _metric(_deductive(model, toks[:n]))
+        got = {use_g: _np(model.decode(toks[:n], toks[n:], use_g_cache=use_g))
+               for use_g in (True, False)}  # fmt: skip
+    exact, bound = _bounded(impl, ref, toks, G)
+    check_logits(got[True], exact[n:], bound[n:], f"{impl} G-cache decoding")
+    if not np.array_equal(got[False], got[True]):
+        why = ("its A-cache decode is not its G-cache decode bit for bit: the cache's G "
+               "(steps 4-6 on the prompt's A) is not the prompt's, and no proved bound "
+               "covers a pass with a recomputed G")  # fmt: skip
+        if impl.name in SHIPPED:
+            pytest.fail(f"{impl}: {why}")
+        not_applicable(why)
 
 
 # --------------------------------------------------------------------------- constants

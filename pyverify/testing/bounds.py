@@ -14,7 +14,7 @@ The metric learner (row LayerNorm and residual SwiGLU units): :mod:`pyverify.fp.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,7 +35,8 @@ from pyverify.fp.models import (
 from pyverify.fp.models import (
     metric_tensor_bound as _metric_tensor_bound,
 )
-from pyverify.testing.fp import arith
+from pyverify.reference import mp as rmp
+from pyverify.testing.fp import arith, mp_excess
 
 if TYPE_CHECKING:
     from pyverify.reference import PLGAParams
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "density_bound",
     "energy_bound",
+    "formula_excess",
     "metric_tensor_bound",
     "power_law_bound",
     "rel_err",
@@ -88,6 +90,26 @@ def power_law_bound(impl: Impl, A_LM, P) -> np.ndarray:
 def energy_bound(impl: Impl, A_P, params: PLGAParams) -> np.ndarray:
     """``[fp_mixed_precision]``: ``G = a A_P + b_a`` from an exact ``A_P``."""
     return linear_stage_bound(arith(impl), params.a, A_P, params.b_a)
+
+
+def formula_excess(impl: Impl, res: Any, params: PLGAParams, ctx: Any) -> dict[str, float]:
+    """Steps 4-6 on the implementation's own tensors, each against mpmath.
+
+    The worst ``|got - exact| / bound`` (``> 1``: violated) of ``A_LM`` from its ``A``
+    (:func:`metric_tensor_bound`), ``A_P`` from its ``A_LM`` (:func:`power_law_bound`) and
+    ``G`` from its ``A_P`` (:func:`energy_bound`). ``res``: ``A, A_LM, A_P, G`` (float64
+    arrays); ``params``: as the implementation holds them; ``ctx``: mpmath.
+    """
+    A, A_LM, A_P = (np.asarray(t, np.float64) for t in (res.A, res.A_LM, res.A_P))
+    exact = {
+        "A_LM": (rmp.metric_tensor(A, params.W, params.b, params.metric_eps, ctx),
+                 metric_tensor_bound(impl, A, params)),
+        "A_P": (rmp.power_law(A_LM, params.P, ctx), power_law_bound(impl, A_LM, params.P)),
+        "G": (rmp.energy_curvature(A_P, params.a, params.b_a, ctx),
+              energy_bound(impl, A_P, params)),
+    }  # fmt: skip
+    return {k: mp_excess(np.asarray(getattr(res, k), np.float64), e, b)
+            for k, (e, b) in exact.items()}  # fmt: skip
 
 
 def softmax_rel_bound(impl: Impl, E, causal: bool = False) -> float:

@@ -73,6 +73,7 @@ __all__ = [
     "folded_query",
     "held_decoder",
     "pass_bound",
+    "rotated_bound",
     "zero_key_decoder",
 ]
 
@@ -212,6 +213,17 @@ def _heads_mp(Q, K, V, G, dk, ctx):
     return scores, weights, [[t for o in outs for t in o[i]] for i in range(S)]
 
 
+def rotated_bound(
+    X, d, W, b, rot: Rotations, dk: int, sa, ctx, exact=None
+) -> tuple[list, np.ndarray]:
+    """The exact ``RoPE(X W + b)`` (queries or keys, all heads) and the computed one's bound.
+
+    ``fp_decoder_step_affine`` (:func:`_project`), then :func:`rope_bound`.
+    """
+    Y0, dY0 = _project(X, d, W, b, sa, ctx, exact)
+    return rope_mp(Y0, rot, dk), rope_bound(np.abs(f64(Y0)), dY0, rot, dk, sa)
+
+
 def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
     """``x + MHA(x) W_o + b_o`` with keys and the metric ``G`` (per head, as held).
 
@@ -238,12 +250,9 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
         return _add(X, affine_mp(heads, mha.Wo, mha.bo, ctx))
 
     def beta_(X, d):
-        Q0, dQ0 = _project(X, d, mha.Wq, mha.bq, sa, ctx, q_exact)
-        K0, dK0 = _project(X, d, mha.Wk, mha.bk, sa, ctx)
+        Q, dQ = rotated_bound(X, d, mha.Wq, mha.bq, rot, dk, sa, ctx, q_exact)
+        K, dK = rotated_bound(X, d, mha.Wk, mha.bk, rot, dk, sa, ctx)
         V, dV = _project(X, d, mha.Wv, mha.bv, sa, ctx)
-        dQ = rope_bound(np.abs(f64(Q0)), dQ0, rot, dk, sa)
-        dK = rope_bound(np.abs(f64(K0)), dK0, rot, dk, sa)
-        Q, K = rope_mp(Q0, rot, dk), rope_mp(K0, rot, dk)
         scores, weights, heads = _heads_mp(Q, K, V, G, dk, ctx)
         q, k, v = f64(Q), f64(K), f64(V)
         S = len(X)
@@ -297,6 +306,7 @@ def _logits_stage(W, b, sa, ctx):
 def decoder_bound(
     params: Any, tokens: Sequence[int], sa: StageArith, G: Sequence[Any] | None = None,
     rot: Rotations | None = None, q_exact: Sequence[Any] | None = None,
+    probe: Callable[[int, Any, np.ndarray], None] | None = None,
 ) -> tuple[list, np.ndarray]:  # fmt: skip
     """``[fp_decoder_step]`` The exact logits of a decoder pass and their composed bound.
 
@@ -311,7 +321,8 @@ def decoder_bound(
     stage but attention acts row by row, and attention is causal: row ``i``'s bound is
     that of any pass over a sequence that begins with ``tokens[: i + 1]``. ``q_exact``
     (per layer ``(W*, b*)``, mpf, or None): the exact pass's query projection, where the
-    implementation holds another one (a folded ``W_q G``, :func:`folded_query`).
+    implementation holds another one (a folded ``W_q G``, :func:`folded_query`). ``probe``:
+    called with ``(layer, X, d)`` at every attention sublayer's exact input and its bound.
 
     Returns
     -------
@@ -339,6 +350,9 @@ def decoder_bound(
             else _keyed_attention_stage(layer.mha, G[li], rot, sa, ctx,
                                         None if q_exact is None else q_exact[li])
         )  # fmt: skip
+        if probe is not None:
+            f_a, b_a = attention
+            attention = (f_a, lambda X, d, b_a=b_a, li=li: (probe(li, X, d), b_a(X, d))[1])
         chain += [
             attention,
             _ln_stage(layer.ln1_gamma, layer.ln1_beta, layer.ln_eps, sa, ctx),
@@ -401,15 +415,18 @@ def zero_key_decoder(ref: Decoder, dtype: str = "float32", eps: float = 2.0**-20
 
 
 def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any],
-               q_exact: Sequence[Any] | None = None) -> tuple[list, np.ndarray]:  # fmt: skip
+               q_exact: Sequence[Any] | None = None,
+               queries: list | None = None) -> tuple[list, np.ndarray]:  # fmt: skip
     """``(exact logits, bound)`` of ``impl``'s pass of ``ref`` with ``G`` supplied.
 
     The exact pass is that of ``impl``'s parameters (``ref``'s rounded to its dtype) and
     ``G`` as it holds it; the bound covers its full pass, a prompt pass on a prefix (row by
     row) and a cached decode with that ``G`` (``fp_cached_decode``: a decoded row goes
     through the same stage kernels on the same exact trajectory, its attention one query
-    against the cached rows). ``q_exact``: as in :func:`decoder_bound`. Raises
-    :class:`OutsideModel` where a premise fails.
+    against the cached rows). ``q_exact``: as in :func:`decoder_bound`. ``queries``: a list
+    to which each layer's exact rotated queries (all heads) and their bound are appended
+    (:func:`rotated_bound`: the metric learner's input). Raises :class:`OutsideModel`
+    where a premise fails.
     """
     sa = stage_arith(impl)
     held = held_decoder(ref, sa.ar.dtype).params
@@ -419,7 +436,15 @@ def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any],
         raise ValueError(f"the rotations are read out of rope(): RoPE base {ROPE_BASE} only")
     rot = rotations(impl, len(tokens), dk, ROPE_BASE, mp_context())
     Gh = [np.asarray(impl.hold(np.asarray(g, np.float64)), np.float64) for g in G]
-    return decoder_bound(held, tokens, sa, Gh, rot, q_exact)
+    probe = None
+    if queries is not None:
+        ctx = mp_context()
+
+        def probe(li: int, X: Any, d: np.ndarray) -> None:
+            m = held.layers[li].mha
+            queries.append(rotated_bound(X, d, m.Wq, m.bq, rot, dk, sa, ctx))
+
+    return decoder_bound(held, tokens, sa, Gh, rot, q_exact, probe)
 
 
 def cached_decode_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any]):

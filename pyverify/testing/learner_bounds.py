@@ -48,10 +48,15 @@ def _fracs(X: Any) -> list:
     return [[mpf_fraction(t) for t in row] for row in X]
 
 
-def composed_learner_bound(q: np.ndarray, params: Any, sa: StageArith) -> tuple[list, np.ndarray]:
+def composed_learner_bound(
+    q: Any, params: Any, sa: StageArith, dq: np.ndarray | None = None
+) -> tuple[list, np.ndarray]:
     """``[fp_decoder_step]`` The exact ``A`` of steps 1-3 on ``q`` and its composed bound.
 
-    The chain: ``D = Q^T Q`` (``[fp_mixed_precision]``, any order, ``q`` exact), the row
+    The chain: ``D = Q^T Q`` (``[fp_mixed_precision]``, any order, on the computed
+    queries ``Q^``; ``q`` the exact ones, float64 or mpf rows, ``Q^`` within ``dq`` of them
+    or equal without ``dq``: ``Q^T Q^ - Q^T Q = Q^T E + E^T Q^``, each term
+    ``fp_decoder_step_affine``'s propagation ``|E|^T |Q|``, ``|Q^| <= |Q| + dq``), the row
     LayerNorm (``[fp_layernorm]``), per residual unit its SwiGLU blocks (``[fp_swiglu]``)
     and the residual sum (``fp_decoder_step_residual``) then its LayerNorm; each stage's
     bound takes the previous one's as its input error, along the exact trajectory
@@ -64,14 +69,19 @@ def composed_learner_bound(q: np.ndarray, params: Any, sa: StageArith) -> tuple[
         :data:`~pyverify.testing.stage_bounds.HIDDEN_LIMIT`): no bound.
     """
     ctx = mp_context()
-    q = np.asarray(q, np.float64)
-    S = q.shape[0]
     D = mps.density(q, ctx)
-    aq = np.abs(q)
+    qa = np.abs(f64(q) if isinstance(q, list) else np.asarray(q, np.float64))
+    S = qa.shape[0]
+    ea = np.zeros_like(qa) if dq is None else np.asarray(dq, np.float64)
+    aq = qa + ea
     d = EVAL_SLACK * fp_mixed_precision(
         aq.T @ aq, S, float(sa.u), u_out=float(sa.u_out), eta_sum=S * float(sa.eta),
         eta_out=float(sa.eta_out),
     )  # fmt: skip
+    if dq is not None:
+        zero = np.zeros((qa.shape[1], qa.shape[1]))
+        d = d + EVAL_SLACK * (stages.fp_decoder_step_affine(zero, ea.T, qa).T
+                              + stages.fp_decoder_step_affine(zero, ea.T, aq))  # fmt: skip
     eps = params.ln_eps
     d = layernorm_bound(_fracs(D), d, params.ln0_gamma, params.ln0_beta, eps, sa, ctx)
     X = mps.layer_norm_rows(D, params.ln0_gamma, params.ln0_beta, eps, ctx)

@@ -82,16 +82,7 @@ NOT_SCANNED: tuple[str, ...] = (
 #: The known residue: findings per file, and why each file still has them. The test holds
 #: the scan to exactly these counts, so a new constant fails it and a removed one must be
 #: struck from here.
-RESIDUE: dict[str, tuple[int, str]] = {
-    "property_tests/test_model_conformance.py": (
-        1,
-        "K_SAFETY of the model-level conformance's stochastic (CESTAC) tolerance: the "
-        "decoders there compute G with the metric learner in the loop and run at every "
-        "dtype, where no proved bound exists (the composed worst-case bound was measured at "
-        "1e4-1e10 times the error; pyverify.testing.decoder_bounds covers a supplied G, one "
-        "layer at float32, no bfloat16/float16)",
-    ),
-}
+RESIDUE: dict[str, tuple[int, str]] = {}
 #: Names whose mention makes an expression an error expression (a unit round-off, an
 #: underflow, an error formula).
 ERROR_TERMS = re.compile(
