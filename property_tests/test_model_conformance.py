@@ -165,12 +165,12 @@ def test_g_cached_and_collapsed_logits_conform(impl, data):
     within the proved bound of the spec's pass with that G."""
     ref, toks = data.draw(cases(impl))
     G = [impl.hold(g) for g in data.draw(decoder_g(ref))]
-    exact, bound = _bounded(impl, ref, toks, G)
     with pinned_decoder(impl, ref):
         model = impl.decoder(ref)
-        for mode, got in (("g_cached", model.forward(toks, G=G)),
-                          ("collapsed", model.collapsed(toks, G))):  # fmt: skip
-            check_logits(got, exact, bound, f"{impl} {mode} logits")
+        got = {"g_cached": model.forward(toks, G=G), "collapsed": model.collapsed(toks, G)}
+    exact, bound = _bounded(impl, ref, toks, G)
+    for mode, logits in got.items():
+        check_logits(logits, exact, bound, f"{impl} {mode} logits")
 
 
 # --------------------------------------------------------------------------- decoding
