@@ -112,6 +112,18 @@ def _causal_mean(V, ctx) -> list[list[Any]]:
     return out
 
 
+def _last(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn`` remembering its last call: a stage's exact map, reused by its propagator."""
+    memo: list[Any] = [None, None]
+
+    def g(X: Any) -> Any:
+        if memo[0] is not X:
+            memo[:] = [X, fn(X)]
+        return memo[1]
+
+    return g
+
+
 def _fracs(X) -> list[list[Fraction]]:
     return [[mpf_fraction(t) for t in row] for row in X]
 
@@ -128,8 +140,8 @@ def _ln_stage(gamma, beta, eps, sa, ctx):
     return f, beta_
 
 
-def _project(X, d, W, b, sa, ctx, exact=None):
-    """The exact ``X W + b`` and ``fp_decoder_step_affine``'s bound of the computed one.
+def _affine_bound(X, d, W, b, sa, exact=None) -> np.ndarray:
+    """``fp_decoder_step_affine``'s bound of the computed ``X W + b`` (``X`` exact, off by ``d``).
 
     ``exact = (W*, b*)`` (mpf rows): the exact map is ``X W* + b*`` while the kernel holds
     ``W``, ``b``: its distance to the map of its own input grows by ``|x^| dW + db``
@@ -137,12 +149,11 @@ def _project(X, d, W, b, sa, ctx, exact=None):
     """
     ax = np.abs(f64(X)) + d
     local = affine_local(ax, W, b, sa)
-    Y = _map(X, W, b, exact, ctx)
     if exact is None:
-        return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
+        return EVAL_SLACK * stages.fp_decoder_step_affine(local, d, W)
     dW, db = exact_gap(W, exact[0]), exact_gap(np.asarray(b)[None, :], [exact[1]])[0]
     local = local + ax @ dW + db
-    return Y, EVAL_SLACK * stages.fp_decoder_step_affine(local, d, np.abs(W) + dW)
+    return EVAL_SLACK * stages.fp_decoder_step_affine(local, d, np.abs(W) + dW)
 
 
 def _map(X, W, b, exact, ctx) -> list[list[Any]]:
@@ -165,12 +176,18 @@ def _attention_residual_stage(mha, sa, ctx):
     H = len(mha.heads)
     dk = mha.Wv.shape[1] // H
 
+    @_last
+    def exact(X):
+        V = affine_mp(X, mha.Wv, mha.bv, ctx)
+        heads = _causal_mean(V, ctx)
+        return V, heads, _add(X, affine_mp(heads, mha.Wo, mha.bo, ctx))
+
     def f(X):
-        heads = _causal_mean(affine_mp(X, mha.Wv, mha.bv, ctx), ctx)
-        return _add(X, affine_mp(heads, mha.Wo, mha.bo, ctx))
+        return exact(X)[-1]
 
     def beta_(X, d):
-        V, dV = _project(X, d, mha.Wv, mha.bv, sa, ctx)
+        V, heads, out = exact(X)
+        dV = _affine_bound(X, d, mha.Wv, mha.bv, sa)
         S = len(X)
         P = np.tril(np.ones((S, S))) / np.arange(1, S + 1)[:, None]
         vmag = np.abs(f64(V)) + dV
@@ -183,8 +200,8 @@ def _attention_residual_stage(mha, sa, ctx):
                                          mass=mass[:, cols]))  # fmt: skip
         B_att = np.concatenate(parts, axis=1)
         dA = EVAL_SLACK * stages.fp_decoder_step_affine(B_att.T, dV.T, P.T).T
-        _, dH = _project(_causal_mean(V, ctx), dA, mha.Wo, mha.bo, sa, ctx)
-        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dH, np.abs(f64(f(X))), float(sa.u))
+        dH = _affine_bound(heads, dA, mha.Wo, mha.bo, sa)
+        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dH, np.abs(f64(out)), float(sa.u))
 
     return f, beta_
 
@@ -213,14 +230,12 @@ def _heads_mp(Q, K, V, G, dk, ctx):
     return scores, weights, [[t for o in outs for t in o[i]] for i in range(S)]
 
 
-def rotated_bound(
-    X, d, W, b, rot: Rotations, dk: int, sa, ctx, exact=None
-) -> tuple[list, np.ndarray]:
+def rotated_bound(X, d, W, b, rot: Rotations, dk: int, sa, ctx, exact=None) -> tuple:
     """The exact ``RoPE(X W + b)`` (queries or keys, all heads) and the computed one's bound.
 
-    ``fp_decoder_step_affine`` (:func:`_project`), then :func:`rope_bound`.
+    ``fp_decoder_step_affine`` (:func:`_affine_bound`), then :func:`rope_bound`.
     """
-    Y0, dY0 = _project(X, d, W, b, sa, ctx, exact)
+    Y0, dY0 = _map(X, W, b, exact, ctx), _affine_bound(X, d, W, b, sa, exact)
     return rope_mp(Y0, rot, dk), rope_bound(np.abs(f64(Y0)), dY0, rot, dk, sa)
 
 
@@ -240,20 +255,23 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
     dk = mha.Wq.shape[1] // H
     backend = sdpa_backend(sa.path, dk, dk)
 
-    def qkv(X):
-        Q = rope_mp(_map(X, mha.Wq, mha.bq, q_exact, ctx), rot, dk)
-        K = rope_mp(affine_mp(X, mha.Wk, mha.bk, ctx), rot, dk)
-        return Q, K, affine_mp(X, mha.Wv, mha.bv, ctx)
+    @_last
+    def exact(X):
+        Q0, K0 = _map(X, mha.Wq, mha.bq, q_exact, ctx), affine_mp(X, mha.Wk, mha.bk, ctx)
+        Q, K, V = rope_mp(Q0, rot, dk), rope_mp(K0, rot, dk), affine_mp(X, mha.Wv, mha.bv, ctx)
+        scores, weights, heads = _heads_mp(Q, K, V, G, dk, ctx)
+        out = _add(X, affine_mp(heads, mha.Wo, mha.bo, ctx))
+        return Q0, K0, Q, K, V, scores, weights, heads, out
 
     def f(X):
-        heads = _heads_mp(*qkv(X), G, dk, ctx)[2]
-        return _add(X, affine_mp(heads, mha.Wo, mha.bo, ctx))
+        return exact(X)[-1]
 
     def beta_(X, d):
-        Q, dQ = rotated_bound(X, d, mha.Wq, mha.bq, rot, dk, sa, ctx, q_exact)
-        K, dK = rotated_bound(X, d, mha.Wk, mha.bk, rot, dk, sa, ctx)
-        V, dV = _project(X, d, mha.Wv, mha.bv, sa, ctx)
-        scores, weights, heads = _heads_mp(Q, K, V, G, dk, ctx)
+        Q0, K0, Q, K, V, scores, weights, heads, out = exact(X)
+        dQ0 = _affine_bound(X, d, mha.Wq, mha.bq, sa, q_exact)
+        dQ = rope_bound(np.abs(f64(Q0)), dQ0, rot, dk, sa)
+        dK = rope_bound(np.abs(f64(K0)), _affine_bound(X, d, mha.Wk, mha.bk, sa), rot, dk, sa)
+        dV = _affine_bound(X, d, mha.Wv, mha.bv, sa)
         q, k, v = f64(Q), f64(K), f64(V)
         S = len(X)
         allowed = np.tril(np.ones((S, S), dtype=bool))
@@ -269,9 +287,8 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
                 raise OutsideModel(str(exc)) from None
             P = EVAL_SLACK * np.abs(f64(weights[h]))
             parts.append(EVAL_SLACK * stages.fp_decoder_step_affine(B.T, dV[:, cols].T, P.T).T)
-        out, dH = _project(heads, np.concatenate(parts, axis=1), mha.Wo, mha.bo, sa, ctx)
-        fx = np.abs(f64(_add(X, out)))
-        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dH, fx, float(sa.u))
+        dH = _affine_bound(heads, np.concatenate(parts, axis=1), mha.Wo, mha.bo, sa)
+        return EVAL_SLACK * stages.fp_decoder_step_residual(d, dH, np.abs(f64(out)), float(sa.u))
 
     return f, beta_
 
@@ -279,6 +296,7 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
 def _ffn_residual_stage(ffn, sa, ctx):
     """``x + SwiGLU(x)``: ``[fp_swiglu]`` then ``fp_decoder_step_residual``."""
 
+    @_last
     def f(X):
         return _add(X, mps.swiglu(X, ffn, ctx))
 
@@ -297,7 +315,7 @@ def _logits_stage(W, b, sa, ctx):
         return affine_mp(X, W, b, ctx)
 
     def beta_(X, d):
-        return _project(X, d, W, b, sa, ctx)[1]
+        return _affine_bound(X, d, W, b, sa)
 
     return f, beta_
 

@@ -22,7 +22,6 @@ bound :func:`rope_bound` (``[fp_decoder_step]``), for :mod:`pyverify.testing.dec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -31,12 +30,11 @@ import torch
 
 from pyverify.fp.exps import LIB_ACCURACY, TRIG_ACCURACY
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_dot_product, fp_elementwise
-from pyverify.fp.learner import float_up
 from pyverify.fp.models import Arithmetic
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import ROPE_BASE
 from pyverify.testing.fp import MP_REL
-from pyverify.testing.stage_bounds import StageArith, mp_context, mpf_fraction
+from pyverify.testing.stage_bounds import StageArith, exact_gap, mp_context
 
 __all__ = [
     "PLANE",
@@ -246,19 +244,13 @@ def rotations(impl: Any, S: int, dk: int, base: float, ctx: Any) -> Rotations:
     ``cos`` and ``sin`` and the rounding to the compute dtype, whatever they are.
     """
     unit = np.zeros((1, S, dk))
-    unit[..., 0::2] = 1.0
+    unit[..., 0::PLANE] = 1.0
     out = np.asarray(impl.rope(unit, offset=0), dtype=np.float64)[0]
-    c, s = out[:, 0::2], out[:, 1::2]
-    theta = [ctx.power(ctx.mpf(base), -ctx.mpf(2 * p) / dk) for p in range(dk // 2)]
+    c, s = out[:, 0::PLANE], out[:, 1::PLANE]
+    theta = exact_thetas(dk, base)
     cos = [[ctx.cos(n * t) for t in theta] for n in range(S)]
     sin = [[ctx.sin(n * t) for t in theta] for n in range(S)]
-
-    def cert(held: np.ndarray, exact: list[list[Any]]) -> np.ndarray:
-        return np.array([[float_up(abs(Fraction(float(h)) - mpf_fraction(e)))
-                          for h, e in zip(hr, er, strict=True)]
-                         for hr, er in zip(held, exact, strict=True)])  # fmt: skip
-
-    return Rotations(c, s, cert(c, cos), cert(s, sin), cos, sin)
+    return Rotations(c, s, exact_gap(c, cos), exact_gap(s, sin), cos, sin)
 
 
 def rope_mp(X: list[list[Any]], rot: Rotations, dk: int) -> list[list[Any]]:
@@ -288,11 +280,11 @@ def rope_bound(ax: np.ndarray, d: np.ndarray, rot: Rotations, dk: int, sa: Stage
     c, s = np.abs(np.tile(rot.c, reps)), np.abs(np.tile(rot.s, reps))
     e_c, e_s = np.tile(rot.e_c, reps), np.tile(rot.e_s, reps)
     a = ax + d
-    a0, a1, d0, d1 = a[:, 0::2], a[:, 1::2], d[:, 0::2], d[:, 1::2]
-    u, eta2 = float(sa.u), 2 * float(sa.eta)
+    a0, a1, d0, d1 = a[:, 0::PLANE], a[:, 1::PLANE], d[:, 0::PLANE], d[:, 1::PLANE]
+    u, eta2 = float(sa.u), PLANE * float(sa.eta)
     out = np.empty_like(ax)
-    out[:, 0::2] = (fp_dot_product(c * a0 + s * a1, 2, u, eta2) + e_c * a0 + e_s * a1
-                    + (c + e_c) * d0 + (s + e_s) * d1)  # fmt: skip
-    out[:, 1::2] = (fp_dot_product(s * a0 + c * a1, 2, u, eta2) + e_s * a0 + e_c * a1
-                    + (s + e_s) * d0 + (c + e_c) * d1)  # fmt: skip
+    out[:, 0::PLANE] = (fp_dot_product(c * a0 + s * a1, PLANE, u, eta2) + e_c * a0 + e_s * a1
+                        + (c + e_c) * d0 + (s + e_s) * d1)  # fmt: skip
+    out[:, 1::PLANE] = (fp_dot_product(s * a0 + c * a1, PLANE, u, eta2) + e_s * a0 + e_c * a1
+                        + (s + e_s) * d0 + (c + e_c) * d1)  # fmt: skip
     return EVAL_SLACK * out
