@@ -27,6 +27,7 @@ from pyverify.crosscheck.learner_bound import (
     learner_bound,
     substages,
 )
+from pyverify.fp.formulas import inv1m
 from pyverify.fp.models import LIB_ACCURACY
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import PLGAParams, PowerLawOverflowError
@@ -43,7 +44,7 @@ from pyverify.testing.impls import (
     params_as_used,
 )
 from pyverify.testing.learner_bounds import composed_learner_bound, traced_learner
-from pyverify.testing.stage_bounds import OutsideModel, stage_arith
+from pyverify.testing.stage_bounds import OutsideModel, mp_context, stage_arith
 from pyverify.testing.strategies import (
     arrays,
     examples,
@@ -154,13 +155,7 @@ def _activation_rel(u_lib: float, k: int) -> float:
     and the exponential as factors ``(1 + delta)^(+-1)`` composed exactly
     (``Within.mul``, ``Within.inv`` of ``Pldr.Float.Model``),
     ``1 / ((1 - u_lib)^2 (1 - u)^k) - 1``."""
-    return 1 / ((1 - u_lib) ** 2 * (1 - U64) ** k) - 1
-
-
-def _ctx():
-    ctx = mpmath.MPContext()
-    ctx.dps = 30
-    return ctx
+    return float(inv1m(u_lib, u_lib, *[U64] * k))
 
 
 @pytest.mark.parametrize("impl", [REFERENCE], ids=impl_ids)
@@ -171,7 +166,7 @@ def test_activations_are_the_spec_formulas(impl, x):
     one rounding: the factors multiply exactly (``Within.mul``, ``Within.inv`` of
     ``Pldr.Float.Model``), ``1 / ((1 - u_lib)^2 (1 - u)^k) - 1`` for k = 2, 3, 4; plus the
     oracle's rounding to float64."""
-    ctx = _ctx()
+    ctx = mp_context()
     ul = LIB_ACCURACY["float64"]
     for fn, ref, k in (
         (nh.sigmoid, lambda t: 1 / (1 + ctx.exp(-t)), 2),
@@ -208,17 +203,16 @@ def test_deductive_tensors_are_the_spec_formulas(impl, case):
     """
     q, heads = case
     q = impl.round(q)
-    u = impl.u_compute
     try:
         results = impl.plga_batched(q, q, q, heads)
     except OVERFLOW:
         reject()
     for b, h in np.ndindex(*q.shape[:2]):
-        _check_formulas(impl, q[b, h], params_as_used(impl, heads[h]), results[b][h], u)
+        _check_formulas(impl, q[b, h], params_as_used(impl, heads[h]), results[b][h])
 
 
-def _check_formulas(impl, q, params, res, u):
-    ctx = _ctx()
+def _check_formulas(impl, q, params, res):
+    ctx = mp_context()
     excess = formula_excess(impl, res, params, ctx)
     assert max(excess.values()) <= 1, f"{impl}: steps 4-6 over their bounds {excess}"
     out = rmp.to_numpy(rmp.plga_forward(q, q, q, params, True, G=res.G, dps=30)[0])
@@ -292,7 +286,7 @@ def test_learner_sub_stages_are_the_spec_formulas(impl, case):
     subs, vals = substages(tr)
     B = q.shape[0]
     V = [from_rows(v, B) for v in vals]
-    ctx = _ctx()
+    ctx = mp_context()
     for k, sub in enumerate(subs):
         bound = learner_bound(tr, held, ar, q, sub, [0 * vals[i] for i in sub.inputs])
         for b, h in np.ndindex(*q.shape[:2]):

@@ -73,7 +73,6 @@ __all__ = [
     "folded_query",
     "held_decoder",
     "pass_bound",
-    "rotated_bound",
     "zero_key_decoder",
 ]
 
@@ -230,16 +229,11 @@ def _heads_mp(Q, K, V, G, dk, ctx):
     return scores, weights, [[t for o in outs for t in o[i]] for i in range(S)]
 
 
-def rotated_bound(X, d, W, b, rot: Rotations, dk: int, sa, ctx, exact=None) -> tuple:
-    """The exact ``RoPE(X W + b)`` (queries or keys, all heads) and the computed one's bound.
-
-    ``fp_decoder_step_affine`` (:func:`_affine_bound`), then :func:`rope_bound`.
-    """
-    Y0, dY0 = _map(X, W, b, exact, ctx), _affine_bound(X, d, W, b, sa, exact)
-    return rope_mp(Y0, rot, dk), rope_bound(np.abs(f64(Y0)), dY0, rot, dk, sa)
+def _append(out: list) -> Callable[[Any, np.ndarray], None]:
+    return lambda Q, dQ: out.append((Q, dQ))
 
 
-def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
+def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None, on_q=None):
     """``x + MHA(x) W_o + b_o`` with keys and the metric ``G`` (per head, as held).
 
     ``q``, ``k``, ``v``: ``fp_decoder_step_affine``; RoPE on ``q`` and ``k``:
@@ -270,6 +264,8 @@ def _keyed_attention_stage(mha, G, rot: Rotations, sa, ctx, q_exact=None):
         Q0, K0, Q, K, V, scores, weights, heads, out = exact(X)
         dQ0 = _affine_bound(X, d, mha.Wq, mha.bq, sa, q_exact)
         dQ = rope_bound(np.abs(f64(Q0)), dQ0, rot, dk, sa)
+        if on_q is not None:
+            on_q(Q, dQ)
         dK = rope_bound(np.abs(f64(K0)), _affine_bound(X, d, mha.Wk, mha.bk, sa), rot, dk, sa)
         dV = _affine_bound(X, d, mha.Wv, mha.bv, sa)
         q, k, v = f64(Q), f64(K), f64(V)
@@ -324,7 +320,7 @@ def _logits_stage(W, b, sa, ctx):
 def decoder_bound(
     params: Any, tokens: Sequence[int], sa: StageArith, G: Sequence[Any] | None = None,
     rot: Rotations | None = None, q_exact: Sequence[Any] | None = None,
-    probe: Callable[[int, Any, np.ndarray], None] | None = None,
+    queries: list | None = None,
 ) -> tuple[list, np.ndarray]:  # fmt: skip
     """``[fp_decoder_step]`` The exact logits of a decoder pass and their composed bound.
 
@@ -339,8 +335,9 @@ def decoder_bound(
     stage but attention acts row by row, and attention is causal: row ``i``'s bound is
     that of any pass over a sequence that begins with ``tokens[: i + 1]``. ``q_exact``
     (per layer ``(W*, b*)``, mpf, or None): the exact pass's query projection, where the
-    implementation holds another one (a folded ``W_q G``, :func:`folded_query`). ``probe``:
-    called with ``(layer, X, d)`` at every attention sublayer's exact input and its bound.
+    implementation holds another one (a folded ``W_q G``, :func:`folded_query`). ``queries``
+    (keyed): a list to which each layer's exact rotated queries (all heads, mpf rows) and
+    their bound are appended (the metric learner's input).
 
     Returns
     -------
@@ -366,11 +363,9 @@ def decoder_bound(
         attention = (
             _attention_residual_stage(layer.mha, sa, ctx) if G is None
             else _keyed_attention_stage(layer.mha, G[li], rot, sa, ctx,
-                                        None if q_exact is None else q_exact[li])
+                                        None if q_exact is None else q_exact[li],
+                                        None if queries is None else _append(queries))
         )  # fmt: skip
-        if probe is not None:
-            f_a, b_a = attention
-            attention = (f_a, lambda X, d, b_a=b_a, li=li: (probe(li, X, d), b_a(X, d))[1])
         chain += [
             attention,
             _ln_stage(layer.ln1_gamma, layer.ln1_beta, layer.ln_eps, sa, ctx),
@@ -443,7 +438,7 @@ def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any],
     through the same stage kernels on the same exact trajectory, its attention one query
     against the cached rows). ``q_exact``: as in :func:`decoder_bound`. ``queries``: a list
     to which each layer's exact rotated queries (all heads) and their bound are appended
-    (:func:`rotated_bound`: the metric learner's input). Raises :class:`OutsideModel`
+    (the metric learner's input, :func:`decoder_bound`). Raises :class:`OutsideModel`
     where a premise fails.
     """
     sa = stage_arith(impl)
@@ -454,15 +449,7 @@ def pass_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any],
         raise ValueError(f"the rotations are read out of rope(): RoPE base {ROPE_BASE} only")
     rot = rotations(impl, len(tokens), dk, ROPE_BASE, mp_context())
     Gh = [np.asarray(impl.hold(np.asarray(g, np.float64)), np.float64) for g in G]
-    probe = None
-    if queries is not None:
-        ctx = mp_context()
-
-        def probe(li: int, X: Any, d: np.ndarray) -> None:
-            m = held.layers[li].mha
-            queries.append(rotated_bound(X, d, m.Wq, m.bq, rot, dk, sa, ctx))
-
-    return decoder_bound(held, tokens, sa, Gh, rot, q_exact, probe)
+    return decoder_bound(held, tokens, sa, Gh, rot, q_exact, queries)
 
 
 def cached_decode_bound(impl: Any, ref: Decoder, tokens: Sequence[int], G: Sequence[Any]):

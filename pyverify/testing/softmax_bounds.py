@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import mpmath
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -36,7 +35,8 @@ from pyverify.fp.formulas import (
 )
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.testing.bounds import softmax_rel_bound
-from pyverify.testing.fp import MP_DPS, arith, mp_excess
+from pyverify.testing.fp import arith, mp_excess
+from pyverify.testing.stage_bounds import mp_context
 
 __all__ = [
     "LOG_ACCURACY",
@@ -106,7 +106,12 @@ def exact_weight_range(
 
 
 def _exact_upper(E: np.ndarray, allowed: ArrayLike, dE: ArrayLike | None) -> np.ndarray:
-    """An upper bound of the exact weights: the float64 spec of ``E``, then ``exp(2 d)``."""
+    """An upper bound of the exact weights: the float64 spec of ``E``, then ``exp(2 d)``.
+
+    The spec's softmax and mask are written out here, not taken from the reference
+    (``numpy_head.masked_softmax``, ``causal_mask``), which is one of the subjects these
+    bounds hold: a bound must not share a bug with what it checks.
+    """
     Em = np.where(allowed, E, -np.inf)
     w = np.exp(Em - Em.max(axis=-1, keepdims=True))
     p = w / w.sum(axis=-1, keepdims=True)
@@ -203,8 +208,7 @@ def log_excess(x: ArrayLike) -> float:
     holds on these inputs), through :func:`pyverify.testing.fp.mp_excess`.
     """
     x = np.asarray(x, np.float64).reshape(1, -1)
-    ctx = mpmath.MPContext()
-    ctx.dps = MP_DPS
+    ctx = mp_context()
     exact = [[ctx.log(ctx.mpf(float(v))) for v in x[0]]]
     bound = LOG_ACCURACY * np.array([[abs(float(e)) for e in exact[0]]])
     return mp_excess(np.log(x), exact, bound)
@@ -222,8 +226,7 @@ def base2_weights(impl: Any, x: list[int]) -> tuple[np.ndarray, float]:
     of those of the held scores: ``(1 + rel) exp(2 d) - 1``.
     """
     E = impl.round(np.asarray(x, np.float64)[None, :] * math.log(2))
-    ctx = mpmath.MPContext()
-    ctx.dps = MP_DPS
+    ctx = mp_context()
     ln2 = ctx.log(2)
     dist = max(abs(ctx.mpf(float(e)) - int(xi) * ln2) for e, xi in zip(E[0], x, strict=True))
     d = math.nextafter(float(dist), math.inf)
