@@ -78,6 +78,9 @@ __all__ = [
 
 #: ``[fp_ieee_rounding]`` float64's unit round-off: an exact value rounded once to float64.
 U64 = UNIT_ROUNDOFF["float64"]
+#: ``[fp_layernorm]`` The zero-key decoders' LayerNorm ``eps``: a power of two, held
+#: exactly in every dtype (no ``eta_eps``).
+ZERO_KEY_EPS = 2.0**-20
 
 
 # --------------------------------------------------------------------------- embedding
@@ -422,7 +425,7 @@ def held_decoder(ref: Decoder, dtype: str, *, zero_keys: bool = False,
     ))  # fmt: skip
 
 
-def zero_key_decoder(ref: Decoder, dtype: str = "float32", eps: float = 2.0**-20) -> Decoder:
+def zero_key_decoder(ref: Decoder, dtype: str = "float32", eps: float = ZERO_KEY_EPS) -> Decoder:
     """``ref`` with zero keys, one LayerNorm ``eps`` and the pass's parameters in ``dtype``."""
     return held_decoder(ref, dtype, zero_keys=True, eps=eps)
 
