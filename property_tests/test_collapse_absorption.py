@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from hypothesis import Phase, assume, find, given, reject, settings
+from hypothesis import Phase, assume, find, given, settings
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
@@ -23,7 +23,7 @@ from pyverify.reference import Decoder, PLGAParams, mp
 from pyverify.testing.decoder_bounds import folded_query, pass_bound
 from pyverify.testing.decoder_tightness import pinned_decoder
 from pyverify.testing.exact import add, block_diag, matmul, ones_col, rot, transpose
-from pyverify.testing.fp import MP_REL, arith
+from pyverify.testing.fp import MP_DPS, arith
 from pyverify.testing.impls import (
     ALL,
     FLOAT,
@@ -34,9 +34,10 @@ from pyverify.testing.impls import (
     kernels,
 )
 from pyverify.testing.rope_bounds import angle_rounding, plane_norm1, rope_row_error, rotated_error
-from pyverify.testing.stage_bounds import OutsideModel, exact_gap
+from pyverify.testing.stage_bounds import OutsideModel, or_reject, oracle_gap
 from pyverify.testing.strategies import (
     arrays,
+    block_diagonal,
     commutant_matrix,
     decoder_g,
     examples,
@@ -44,6 +45,7 @@ from pyverify.testing.strategies import (
     fractions,
     head_params,
     project_commutant_np,
+    proved_layers,
     pythagorean,
     qkv,
     small_decoder,
@@ -86,14 +88,16 @@ def test_constant_g_layer_is_sdpa_on_q_times_g(impl, case):
     plga = impl.plga(q, k, v, params, G=G, causal=causal).out
     # the implementation's own SDPA where it has one, else the reference's textbook SDPA
     oracle = impl if impl.offers("sdpa") else REFERENCE
-    sdpa = oracle.sdpa(impl.round(q_prime), k, v, causal=causal)
+    q_held = impl.round(q_prime)
+    sdpa = oracle.sdpa(q_held, k, v, causal=causal)
     # Each side within attention_bound of its exact value: the PLGA layer of Att(Q, G), the
     # SDPA of Att(fl(Q G), I) on the query it was handed; the two exact values apart by
-    # their distance in mpmath (the rounding of Q G moves the scores, not the statement).
-    q_held = impl.round(q_prime)
-    exact = mp.plga_forward(q, k, v, params, causal, G=G, dps=30)[0]
-    exact_sdpa = mp.plga_forward(q_held, k, v, params, causal, G=np.eye(q.shape[1]), dps=30)[0]
-    gap = _mp_gap(exact, exact_sdpa)
+    # their oracles' distance in mpmath, plus the oracles' own errors (the rounding of
+    # Q G moves the scores, not the statement).
+    eye = np.eye(q.shape[1])
+    exact = mp.plga_forward(q, k, v, params, causal, G=G, dps=MP_DPS)[0]
+    exact_sdpa = mp.plga_forward(q_held, k, v, params, causal, G=eye, dps=MP_DPS)[0]
+    gap = oracle_gap(exact.tolist(), exact_sdpa.tolist())
     b_sdpa = attention_bound(oracle, q_held, None, k, v, path=_plain(oracle))
     tol = attention_bound(impl, q, G, k, v) + b_sdpa + gap
     assert np.all(np.abs(plga - sdpa) <= tol)
@@ -104,11 +108,6 @@ def test_constant_g_layer_is_sdpa_on_q_times_g(impl, case):
 
 
 # --------------------------------------------------------------------------- absorption
-def _plane_norms_rows(Y: np.ndarray) -> np.ndarray:
-    p = np.hypot(Y[..., 0::2], Y[..., 1::2])
-    return np.repeat(p, 2, axis=-1)
-
-
 @st.composite
 def fold_cases(draw, commutant: bool = True):
     H = draw(st.integers(1, 3))
@@ -123,14 +122,6 @@ def fold_cases(draw, commutant: bool = True):
     else:
         G = np.stack([draw(arrays((dk, dk), 2.0)) for _ in range(H)])
     return x, Wq, bq, G
-
-
-def _mp_gap(a, b) -> np.ndarray:
-    """``|a - b|`` of two mpmath matrices, rounded up, with the oracle's own error
-    (:data:`~pyverify.testing.fp.MP_REL`) on each side."""
-    a, b = a.tolist(), b.tolist()
-    size = np.abs(np.array(a, dtype=np.float64)) + np.abs(np.array(b, dtype=np.float64))
-    return exact_gap(a, b) + MP_REL * size
 
 
 def _plain(impl) -> str | None:
@@ -177,9 +168,7 @@ def _fold_bound(impl, x, Wq, bq, G) -> np.ndarray:
     ar = arith(impl)
     H, dk = G.shape[0], G.shape[-1]
     aG = np.abs(G)
-    Gb = np.zeros((H * dk, H * dk))
-    for h in range(H):
-        Gb[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = aG[h]
+    Gb = block_diagonal(aG)
     ax, aW, ab = np.abs(x), np.abs(Wq), np.abs(bq)
     r_io = ar.u_io if ar.reduced else 0.0
     dWf = fp_elementwise(1.0, fp_matmul(aW, Gb, ar.u_c, ar.eta_c), r_io, aW @ Gb, ar.eta_io)
@@ -195,11 +184,6 @@ def _fold_bound(impl, x, Wq, bq, G) -> np.ndarray:
     return EVAL_SLACK * (left + right)
 
 
-def _rope_heads(impl, Y: np.ndarray, H: int, dk: int) -> np.ndarray:
-    """RoPE on each head's columns of (S, H dk) rows at positions 0..S-1: (H, S, dk)."""
-    return impl.rope(Y.reshape(Y.shape[0], H, dk).transpose(1, 0, 2))
-
-
 @pytest.mark.parametrize("impl", kernels(), ids=impl_ids)
 @given(fold_cases())
 def test_fold_into_query_projection_with_rope(impl, case):
@@ -209,8 +193,8 @@ def test_fold_into_query_projection_with_rope(impl, case):
     x, Wq, bq, G = impl.round(x), impl.round(Wq), impl.round(bq), impl.round(G)
     Wf, bf = kern.fold_into_query_projection(impl.t(Wq), impl.t(bq), impl.t(G))
     Wf, bf = Wf.double().cpu().numpy(), bf.double().cpu().numpy()
-    lhs = _rope_heads(impl, x @ Wf + bf, H, dk)
-    rhs = _rope_heads(impl, x @ Wq + bq, H, dk) @ G
+    lhs = impl.rope(_heads(x @ Wf + bf, H, dk))
+    rhs = impl.rope(_heads(x @ Wq + bq, H, dk)) @ G
     assert np.all(np.abs(lhs - rhs) <= _fold_bound(impl, x, Wq, bq, G))
 
 
@@ -236,17 +220,12 @@ def test_trained_operator_cannot_be_folded_before_rotation(impl, head, S, data):
 
 
 @st.composite
-def absorbed_models(draw, commutant: bool, layers: int | None = None):
-    """A decoder (``layers``, default 1 or 2), per-head operators, tokens."""
-    kw = {} if layers is None else {"num_layers": layers}
-    ref = draw(small_decoder(**kw))
+def absorbed_models(draw, impl, commutant: bool):
+    """A decoder with a proved bound in ``impl`` (one layer at float32:
+    :func:`~pyverify.testing.strategies.proved_layers`), per-head operators, tokens."""
+    ref = draw(small_decoder(**proved_layers(impl)))
     G = draw(decoder_g(ref, scale=1.5, commutant=commutant))
     return ref, G, draw(tokens(16, 2, 6))
-
-
-def _layers(impl) -> int | None:
-    """One layer at float32 (no proved decoder bound at two: ``test_fp_decoder_step``)."""
-    return 1 if impl.dtype == "float32" else None
 
 
 def _tolerance(impl, ref, G, identity, toks) -> np.ndarray:
@@ -268,10 +247,7 @@ def _fold_reference(ref: Decoder, G: list[np.ndarray]) -> Decoder:
     p = ref.params
     layers = []
     for li, layer in enumerate(p.layers):
-        Gblock = np.zeros((p.d_model, p.d_model))
-        dk = layer.mha.dk
-        for h in range(layer.mha.num_heads):
-            Gblock[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = G[li][h]
+        Gblock = block_diagonal(G[li])
         mha = dataclasses.replace(layer.mha, Wq=layer.mha.Wq @ Gblock, bq=layer.mha.bq @ Gblock)
         layers.append(dataclasses.replace(layer, mha=mha))
     return Decoder(dataclasses.replace(p, layers=layers))
@@ -284,12 +260,9 @@ def test_whole_model_absorbs_commuting_operator_into_wq(impl, data):
     """A decoder whose heads use a constant commuting G* equals the decoder with
     W_q G*, b_q G* folded in and G = I (plain SDPA heads, before RoPE), within the proved
     bounds of both passes (:func:`_tolerance`)."""
-    ref, G, toks = data.draw(absorbed_models(commutant=True, layers=_layers(impl)))
+    ref, G, toks = data.draw(absorbed_models(impl, commutant=True))
     identity = [np.broadcast_to(np.eye(g.shape[-1]), g.shape).copy() for g in G]
-    try:
-        tol = _tolerance(impl, ref, G, identity, toks)
-    except OutsideModel:
-        reject()  # a stage's premise fails: no proved bound for this decoder
+    tol = or_reject(_tolerance, impl, ref, G, identity, toks)
     with pinned_decoder(impl, ref):
         want = impl.decoder(ref).collapsed(toks, G)
         got = impl.decoder(_fold_reference(ref, G)).forward(toks, identity)
@@ -321,7 +294,7 @@ def test_whole_model_absorption_fails_outside_the_commutant(impl):
         return excess(case) > WITNESS_FACTOR
 
     found = find(
-        absorbed_models(commutant=False, layers=_layers(impl)),
+        absorbed_models(impl, commutant=False),
         witness,
         settings=settings(
             max_examples=200, derandomize=True, database=None, deadline=None,

@@ -5,20 +5,25 @@ The implementations' density operators (reference ``numpy_head.density``, kernel
 
 Tolerances. Every entry of the computed ``D^`` is within ``B_ij`` of the exact ``D``:
 ``[fp_matmul]`` (:func:`pyverify.testing.bounds.density_bound`: ``gamma_S(u_c)
-(|Q|^T |Q|)_ij`` plus the underflow terms), times ``EVAL_SLACK`` for its float64
-evaluation. Every comparison below is exact (Fractions), so the only slack is the
-implementation's:
+(|Q|^T |Q|)_ij`` plus the underflow terms, times ``EVAL_SLACK`` for its float64
+evaluation), compared exactly (Fractions), so the only slack is the implementation's.
+What that entry check gives, for any ``D^`` within ``B`` of a symmetric positive
+semidefinite ``D``, is a lemma, checked exactly on rational ``D = Q^T Q`` and every
+``E = D^ - D`` with ``|E| <= B`` (:func:`test_entry_bound_certifies_near_psd_exactly`):
 
-* symmetry: ``|D^_ij - D^_ji| <= B_ij + B_ji`` (both within their bounds of
-  ``D_ij = D_ji``; BLAS may sum the two entries in different orders);
+* symmetry: ``|D^_ij - D^_ji| <= B_ij + B_ji`` (``D_ij = D_ji``; BLAS may sum the two
+  entries in different orders);
 * semidefiniteness along ``x``: ``x^T D^ x >= x^T D x - |x|^T B |x| >= -|x|^T B |x|``;
-* semidefiniteness in every direction (:func:`psd_with_shift`): with
-  ``M = (B + B^T) / 2`` the symmetric part ``Ds`` of ``D^`` is within ``M`` of ``D``, and
-  for any positive ``y`` a symmetric ``E`` with ``|E| <= M`` makes
-  ``E + diag(M y / y)`` positive semidefinite (scaled diagonal dominance), so
-  ``Ds + diag(M y / y) = D + (Ds - D) + diag(M y / y)`` is positive semidefinite:
-  checked by an exact ``L D L^T`` elimination. With ``y`` near the Perron vector of
-  ``M`` the shift is near ``||M||_2``, the Weyl bound, and no eigensolver's error enters;
+* semidefiniteness in every direction: with ``M = (B + B^T) / 2`` the symmetric part
+  ``Ds`` of ``D^`` is within ``M`` of ``D``, and for any positive ``y`` a symmetric ``E``
+  with ``|E| <= M`` makes ``E + diag(M y / y)`` positive semidefinite (scaled diagonal
+  dominance), so ``Ds + diag(M y / y)`` is positive semidefinite (an exact ``L D L^T``
+  elimination, :func:`is_psd`); with ``y`` the Perron vector of ``M`` the shift is near
+  ``||M||_2``, the Weyl bound.
+
+These hold whenever the entry check does, so the implementations are held to the entry
+check alone. And:
+
 * S = 1: ``D^_ij = q_i q_j (1 + d)`` with one rounding, so a 2 x 2 minor
   ``D_ij D_kl - D_il D_kj`` is at most ``gamma_4(u_c) |q_i q_j q_k q_l|`` (two products,
   each with two roundings), computed exactly in Fractions; and ``D^`` is ``q^T q`` itself
@@ -37,7 +42,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp.formulas import EVAL_SLACK, SMALLEST_NORMAL
 from pyverify.testing.bounds import density_bound
 from pyverify.testing.exact import Mat, from_numpy, matmul, transpose
 from pyverify.testing.fp import worst_excess
@@ -55,17 +59,7 @@ def density(impl, q) -> np.ndarray:
 @st.composite
 def queries(draw, impl, s_min: int = 1, s_max: int = 8):
     s, dk = draw(st.integers(s_min, s_max)), draw(even_dk)
-    return impl.round(draw(arrays((s, dk), 3.0))), draw(arrays((dk,), 3.0))
-
-
-def entry_bound(impl, q) -> np.ndarray:
-    """``[fp_matmul]`` ``B``: every computed ``D^_ij`` within ``B_ij`` of the exact ``D_ij``.
-
-    :func:`pyverify.testing.bounds.density_bound` (``gamma_S(u_c) |Q|^T |Q|`` and the
-    underflow terms) times ``EVAL_SLACK``, the relative slack of its float64 evaluation
-    (``[fp_summation]``).
-    """
-    return EVAL_SLACK * density_bound(impl, q)
+    return impl.round(draw(arrays((s, dk), 3.0)))
 
 
 def is_psd(A: Mat) -> bool:
@@ -91,51 +85,20 @@ def is_psd(A: Mat) -> bool:
     return True
 
 
-def psd_with_shift(D: np.ndarray, B: np.ndarray) -> bool:
-    """``[fp_matmul]`` Whether ``Ds + diag(M y / y)`` is positive semidefinite (exactly).
-
-    ``Ds = (D^ + D^T) / 2`` and ``M = (B + B^T) / 2`` in Fractions, ``B`` the entry bound
-    (:func:`entry_bound`). Holds whenever the exact ``D`` is positive semidefinite and
-    every ``|D^_ij - D_ij| <= B_ij``, for every positive ``y`` (module docstring); ``y`` is
-    the Perron vector of ``M`` (float64 ``eigh``; any positive vector is valid, this one
-    makes the shift near ``||M||_2``), its entries kept at least ``SMALLEST_NORMAL``
-    (positive; where it is tiny the shift only grows, which weakens, never fails, the
-    check).
-    """
-    n = D.shape[0]
-    Dq, Bq = from_numpy(D), from_numpy(B)
-    Ds = [[(Dq[i][j] + Dq[j][i]) / 2 for j in range(n)] for i in range(n)]
-    M = [[(Bq[i][j] + Bq[j][i]) / 2 for j in range(n)] for i in range(n)]
-    perron = np.abs(np.linalg.eigh(np.array([[float(t) for t in r] for r in M]))[1][:, -1])
-    y = [Fraction(float(t)) for t in np.maximum(perron, SMALLEST_NORMAL["float64"])]
-    shift = [sum((M[i][j] * y[j] for j in range(n)), Fraction(0)) / y[i] for i in range(n)]
-    return is_psd([[Ds[i][j] + (shift[i] if i == j else 0) for j in range(n)] for i in range(n)])
-
-
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.data())
-def test_density_is_symmetric_positive_semidefinite(impl, data):
-    q, x = data.draw(queries(impl))
-    D = density(impl, q)
-    B = entry_bound(impl, q)
-    Dq, Bq = from_numpy(D), from_numpy(B)
-    n = D.shape[0]
-    pairs = [(i, j) for i in range(n) for j in range(n)]
-    assert all(abs(Dq[i][j] - Dq[j][i]) <= Bq[i][j] + Bq[j][i] for i, j in pairs)
-    # x^T D x evaluated exactly: >= -(the implementation's rounding of D along x)
-    xf = [Fraction(float(t)) for t in x]
-    quad = sum(xf[i] * Dq[i][j] * xf[j] for i, j in pairs)
-    assert quad >= -sum(abs(xf[i]) * Bq[i][j] * abs(xf[j]) for i, j in pairs)
-    # against the exact D of the same (held) queries: every entry within the bound
-    assert worst_excess(D, matmul(transpose(from_numpy(q)), from_numpy(q)), B) <= 1
-    # every direction at once: the symmetric part plus the certified shift is PSD
-    assert psd_with_shift(D, B)
+def test_density_is_q_t_q_within_its_bound(impl, data):
+    """Every entry of the computed ``D^`` within ``B`` of the exact ``Q^T Q`` (exactly
+    compared): near-symmetric and near-semidefinite by the lemma (module docstring)."""
+    q = data.draw(queries(impl))
+    Q = from_numpy(q)
+    assert worst_excess(density(impl, q), matmul(transpose(Q), Q), density_bound(impl, q)) <= 1
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
 @given(st.data())
 def test_one_row_density_is_rank_one(impl, data):
-    q, _ = data.draw(queries(impl, 1, 1))
+    q = data.draw(queries(impl, 1, 1))
     D = density(impl, q)
     dk = q.shape[1]
     Dq = from_numpy(D)
@@ -151,7 +114,7 @@ def test_one_row_density_is_rank_one(impl, data):
                 assert abs(minor) <= g4 * abs(qf[i] * qf[j] * qf[k] * qf[m])
     # and it is q^T q itself, entry by entry (exactly compared): by Weyl its largest
     # eigenvalue is within ||B||_2 of |q|^2 and the others within it of 0
-    assert worst_excess(D, [[a * b for b in qf] for a in qf], entry_bound(impl, q)) <= 1
+    assert worst_excess(D, [[a * b for b in qf] for a in qf], density_bound(impl, q)) <= 1
 
 
 @pytest.mark.implementation("reference", dtype="exact")
@@ -176,3 +139,39 @@ def test_density_psd_exactly(s, dk, data):
               [Fraction(0), Fraction(1)] + [Fraction(0)] * (dk - 2)]  # fmt: skip
         D2 = matmul(transpose(Q2), Q2)
         assert D2[0][0] * D2[1][1] - D2[0][1] * D2[1][0] == 1
+
+
+def _signs() -> st.SearchStrategy[Fraction]:
+    """Rationals in ``[-1, 1]``, the ends included."""
+    return st.one_of(st.sampled_from([Fraction(-1), Fraction(1)]),
+                     st.fractions(-1, 1, max_denominator=8))  # fmt: skip
+
+
+@pytest.mark.implementation("reference", dtype="exact")
+@examples(20)
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+def test_entry_bound_certifies_near_psd_exactly(s, n, data):
+    """The lemma (module docstring): rational ``D = Q^T Q``, a bound ``B >= 0``, any ``E``
+    with ``|E| <= B`` entrywise (not symmetric), ``D^ = D + E``: ``|D^_ij - D^_ji| <= B_ij
+    + B_ji``, ``x^T D^ x >= -|x|^T B |x|`` and, ``M = (B + B^T) / 2``, for every positive
+    ``y`` the symmetric part of ``D^`` plus ``diag(M y / y)`` is positive semidefinite."""
+    Q = data.draw(fraction_matrix(s, n), label="Q")
+    nonneg = st.builds(Fraction, st.integers(0, 9), st.integers(1, 7))
+    B = data.draw(st.lists(st.lists(nonneg, min_size=n, max_size=n), min_size=n, max_size=n))
+    t = data.draw(st.lists(st.lists(_signs(), min_size=n, max_size=n), min_size=n, max_size=n))
+    y = data.draw(st.lists(st.builds(Fraction, st.integers(1, 9), st.integers(1, 7)),
+                           min_size=n, max_size=n), label="y")  # fmt: skip
+    x = [r[0] for r in data.draw(fraction_matrix(n, 1), label="x")]
+    D = matmul(transpose(Q), Q)
+    Dh = [[D[i][j] + t[i][j] * B[i][j] for j in range(n)] for i in range(n)]
+    pairs = [(i, j) for i in range(n) for j in range(n)]
+    assert all(abs(Dh[i][j] - Dh[j][i]) <= B[i][j] + B[j][i] for i, j in pairs)
+    quad = sum(x[i] * Dh[i][j] * x[j] for i, j in pairs)
+    assert quad >= -sum(abs(x[i]) * B[i][j] * abs(x[j]) for i, j in pairs)
+    M = [[(B[i][j] + B[j][i]) / 2 for j in range(n)] for i in range(n)]
+    shift = [sum((M[i][j] * y[j] for j in range(n)), Fraction(0)) / y[i] for i in range(n)]
+    Ds = [[(Dh[i][j] + Dh[j][i]) / 2 + (shift[i] if i == j else 0) for j in range(n)]
+          for i in range(n)]  # fmt: skip
+    assert is_psd(Ds)
+    # the elimination refuses an indefinite matrix (the check above can fail)
+    assert not is_psd([[Fraction(0), Fraction(1)], [Fraction(1), Fraction(0)]])

@@ -27,35 +27,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyverify.fp.formulas import EVAL_SLACK
 from pyverify.fp.models import (
     REFERENCE_ARITHMETIC,
     linear_stage_bound,
     metric_tensor_bound,
     power_stage_bound,
 )
-from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import mp_stages as mps
-from pyverify.testing.fp import MP_DPS, MP_REL, arith, mp_excess
+from pyverify.testing.fp import MP_DPS, arith, mp_excess, oracle_rounding
 from pyverify.testing.impls import ALL, impl_ids
+from pyverify.testing.stage_bounds import f64
 from pyverify.testing.strategies import arrays, examples, head_params
 
 pytestmark = pytest.mark.theorem("fp_elementwise")
-
-#: ``[fp_ieee_rounding]`` float64's unit round-off: an oracle value rounded once to float64.
-U64 = UNIT_ROUNDOFF["float64"]
-
-
-def _oracle_rounding(x: np.ndarray) -> np.ndarray:
-    """``[fp_ieee_rounding]`` An mpmath value ``x*`` (within ``MP_REL |x*|`` of the exact one)
-    rounded once to float64 ``x``: the exact value within ``(u64 + MP_REL) |x*|`` of ``x``,
-    ``|x*| <= |x| / (1 - u64)`` (evaluated in float64: ``EVAL_SLACK``)."""
-    return EVAL_SLACK * (U64 + MP_REL) * np.abs(x) / (1 - U64)
-
-
-def _f(m) -> np.ndarray:
-    """mpmath matrix (nested lists) -> float64 array (each entry rounded once)."""
-    return np.array([[float(x) for x in row] for row in m])
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -81,8 +65,8 @@ def test_metric_stages_within_proved_bounds(impl, data):
     b_lm = metric_tensor_bound(ar, z, dz, params.metric_eps)
     assert mp_excess(res.A_LM, lm_mp, b_lm) <= 1.0
     # A_P from the exact A_LM: the implementation's A_LM is its input, off by the difference
-    x = _f(lm_mp)
-    dx = np.abs(res.A_LM - x) + _oracle_rounding(x)
+    x = f64(lm_mp)
+    dx = np.abs(res.A_LM - x) + oracle_rounding(x)
     P_held = params.P if ar.u_hold == 0 else impl.hold(params.P)
     ap_mp = mps.power_law(lm_mp, params.P, ctx)
     b_ap = power_stage_bound(ar, x, dx, params.P, P_held)
@@ -106,7 +90,7 @@ def test_energy_stage_within_proved_bound(impl, data):
     lm_mp = mps.metric_tensor(A, params.W, params.b, params.metric_eps, ctx)
     ap_mp = mps.power_law(lm_mp, params.P, ctx)
     g_mp = mps.energy_curvature(ap_mp, params.a, params.b_a, ctx)
-    x = _f(ap_mp)
-    dx = np.abs(res.A_P - x) + _oracle_rounding(x)
+    x = f64(ap_mp)
+    dx = np.abs(res.A_P - x) + oracle_rounding(x)
     bound = linear_stage_bound(arith(impl), params.a, res.A_P, params.b_a, dX=dx)
     assert mp_excess(res.G, g_mp, bound) <= 1.0

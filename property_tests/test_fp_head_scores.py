@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyverify.fp.models import scores_bound
-from pyverify.testing.fp import arith, exact_product, worst_excess
+from pyverify.testing.fp import arith, exact_product, scores_path, worst_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.strategies import arrays, examples
 
@@ -43,8 +43,7 @@ def test_scores_within_proved_bound(impl, data):
     got = impl.scores(q, k, G)
     ar = arith(impl)
     held = G if ar.impl == "reference" else impl.hold(G)
-    path = "reference" if ar.impl == "reference" else "matmul"
-    bound = scores_bound(ar, q, k, held, np.abs(held - G), path)
+    bound = scores_bound(ar, q, k, held, np.abs(held - G), scores_path(impl))
     tau = Fraction(1, {4: 2, 16: 4}[dk])
     qg = exact_product(q, G)
     kt = [[Fraction(float(x)) for x in col] for col in k]  # rows of K = columns of K^T

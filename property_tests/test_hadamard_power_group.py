@@ -34,6 +34,7 @@ from pyverify.fp.formulas import EVAL_SLACK, SMALLEST_NORMAL, prod1m
 from pyverify.fp.models import LIB_ACCURACY
 from pyverify.precision import UNIT_ROUNDOFF
 from pyverify.reference import PLGAParams
+from pyverify.testing.fp import arith
 from pyverify.testing.impls import FLOAT, impl_ids
 from pyverify.testing.strategies import examples, grid_arrays, seeds
 
@@ -86,7 +87,7 @@ def test_hadamard_powers_add_exponents(impl, case):
     L3, Pst = _power(impl, A, (s + t) * P, params)
     assert np.array_equal(L1, L2) and np.array_equal(L1, L3)  # one base, bitwise
     assert np.all(L1 > 0)
-    comp = "float64" if impl.u_compute == U64 else "float32"
+    comp = arith(impl).compute
     r, r64 = LIB_ACCURACY[comp], LIB_ACCURACY["float64"]
     u_prod = U64 if comp == "float64" else 0.0  # float32 x float32 is exact in float64
     rhs = Pst  # the (s + t) power

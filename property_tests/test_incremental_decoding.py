@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, reject
+from hypothesis import given
 from hypothesis import strategies as st
 
 import pyverify.kernels as kern
@@ -43,11 +43,12 @@ from pyverify.reference import Decoder, DecoderParams, KVGCache, PowerLawOverflo
 from pyverify.testing.decoder_bounds import cached_decode_bound, pass_bound
 from pyverify.testing.decoder_tightness import pinned_decoder
 from pyverify.testing.impls import FLOAT, REFERENCE, impl_ids, kernels
-from pyverify.testing.stage_bounds import OutsideModel, exact_gap
+from pyverify.testing.stage_bounds import or_reject, oracle_gap
 from pyverify.testing.strategies import (
     decoder_constant_g,
     decoder_g,
     examples,
+    proved_layers,
     small_decoder,
     tokens,
 )
@@ -120,31 +121,15 @@ def prompt_g(impl, ref: Decoder, prompt) -> list[np.ndarray]:
 
 
 # --------------------------------------------------------------------------- invariant G
-def _decoder(impl, data):
-    """A small decoder: one layer at float32 (two have no proved bound there:
-    ``test_fp_decoder_step``), one or two in float64."""
-    layers = 1 if impl.dtype == "float32" else data.draw(st.integers(1, 2), label="layers")
-    return data.draw(small_decoder(num_layers=layers), label="decoder")
-
-
-def _bound(impl, ref, toks, G) -> np.ndarray:
-    """``[fp_cached_decode]`` ``B_c + B_u`` per row (rejects a decoder without one)."""
-    try:
-        return cached_decode_bound(impl, ref, toks, G)
-    except OutsideModel:
-        reject()  # a stage's premise fails: no proved bound for this decoder
-        raise
-
-
 @pytest.mark.parametrize("impl", FLOAT, ids=impl_ids)
 @examples(12)
 @given(st.data())
 def test_invariant_g_decoding_equals_full_pass_at_every_length(impl, data):
-    base = _decoder(impl, data)
+    base = data.draw(small_decoder(**proved_layers(impl)), label="decoder")
     G = data.draw(decoder_g(base), label="G")
     toks = data.draw(tokens(16, 2, 6), label="tokens")
     ref = decoder_constant_g(base, G)
-    tol = _bound(impl, ref, toks, G)
+    tol = or_reject(cached_decode_bound, impl, ref, toks, G)
     with pinned_decoder(impl, ref):
         full = impl.decoder(ref).forward(toks)  # uncached: G recomputed (= G*) on the whole
         assert np.all(np.isfinite(full))
@@ -162,7 +147,7 @@ def test_invariant_g_decoding_equals_full_pass_at_every_length(impl, data):
 @examples(12)
 @given(st.data())
 def test_decoding_with_prompt_g_equals_full_pass_with_that_g(impl, data):
-    ref = _decoder(impl, data)
+    ref = data.draw(small_decoder(**proved_layers(impl)), label="decoder")
     toks = data.draw(tokens(16, 2, 6), label="tokens")
     model = impl.decoder(ref)
     with pinned_decoder(impl, ref):
@@ -173,23 +158,21 @@ def test_decoding_with_prompt_g_equals_full_pass_with_that_g(impl, data):
                 continue  # the power law overflowed on this prompt: no G to cache
             want = model.forward(toks, G=G)
             steps = decode(impl, ref, toks, n, from_prompt=True)
-            assert np.all(np.abs(steps - want[n:]) <= _bound(impl, ref, toks, G)[n:])
+            tol = or_reject(cached_decode_bound, impl, ref, toks, G)[n:]
+            assert np.all(np.abs(steps - want[n:]) <= tol)
 
 
 def _across(impl, ref, toks, G) -> np.ndarray:
     """``[fp_decoder_step]`` ``impl``'s pass against the reference's, both with ``G``.
 
     Each within its bound of its own exact pass (:func:`pass_bound`: the parameters as each
-    holds them), and the two exact passes apart by their difference in mpmath (at
-    ``MP_DPS`` digits), rounded up: the triangle inequality.
+    holds them), and the two exact passes apart by at most their mpmath oracles' distance
+    plus both oracles' own errors (:func:`~pyverify.testing.stage_bounds.oracle_gap`),
+    rounded up: the triangle inequality. Rejects a decoder without a proved bound.
     """
-    try:
-        exact_i, b_i = pass_bound(impl, ref, toks, G)
-        exact_r, b_r = pass_bound(REFERENCE, ref, toks, G)
-    except OutsideModel:
-        reject()  # a stage's premise fails: no proved bound for this decoder
-        raise
-    return b_i + b_r + exact_gap(exact_i, exact_r)
+    exact_i, b_i = or_reject(pass_bound, impl, ref, toks, G)
+    exact_r, b_r = or_reject(pass_bound, REFERENCE, ref, toks, G)
+    return b_i + b_r + oracle_gap(exact_i, exact_r)
 
 
 @pytest.mark.parametrize("impl", kernels("float64", "float32"), ids=impl_ids)
@@ -198,7 +181,7 @@ def _across(impl, ref, toks, G) -> np.ndarray:
 def test_kernel_decoding_matches_reference_forward_with_the_same_g(impl, data):
     """Independent oracle: the kernels' decode (G-cached prompt with the reference's prompt
     G) against the reference's full pass with that G; two implementations' bounds."""
-    ref = _decoder(impl, data)
+    ref = data.draw(small_decoder(**proved_layers(impl)), label="decoder")
     toks = data.draw(tokens(16, 2, 6), label="tokens")
     for n in range(1, len(toks)):
         try:

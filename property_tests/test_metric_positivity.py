@@ -212,8 +212,7 @@ def test_deductive_tensors_are_the_spec_formulas(impl, case):
 
 
 def _check_formulas(impl, q, params, res):
-    ctx = mp_context()
-    excess = formula_excess(impl, res, params, ctx)
+    excess = formula_excess(impl, res, params)
     assert max(excess.values()) <= 1, f"{impl}: steps 4-6 over their bounds {excess}"
     out = rmp.to_numpy(rmp.plga_forward(q, q, q, params, True, G=res.G, dps=30)[0])
     assert np.all(

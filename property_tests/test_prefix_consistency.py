@@ -184,17 +184,13 @@ def _metric_bound(impl, A, A_LM, A_P, p) -> np.ndarray:
     return linear_stage_bound(ar, p.a, A_P, p.b_a, dX=e_p)
 
 
-def _isw(u: float) -> float:
-    """The spec's ``iSwiGLU(u) = u^2 sigmoid(u)``."""
-    return u * u / (1 + math.exp(-u))
-
-
+#: The cases' ``(b, P)``: ``G_11 = (iSwiGLU(D_11 + b) + eps)^P``.
 CEX_HEADS = {
     # prefix_consistency_head_fails: W = I, b = -1, P = 1: G_11 = iSwiGLU(D_11 - 1) + eps
-    "head_fails": (-1.0, 1.0, lambda d11, eps: _isw(d11 - 1.0) + eps),
+    "head_fails": (-1.0, 1.0),
     # prefix_consistency_fails_of_metric(_hom, _pow2): any metric separating the two
     # calls' entry (1,1), here the power law at P = 2: G_11 = (iSwiGLU(D_11) + eps)^2
-    "power_law_p2": (0.0, 2.0, lambda d11, eps: (_isw(d11) + eps) ** 2),
+    "power_law_p2": (0.0, 2.0),
 }
 
 
@@ -208,16 +204,16 @@ def test_paper_head_fails_on_the_lean_counterexample(impl, case):
     on the three rows of the Lean counterexample, ``q = (1,0),(0,1),(0,1)``,
     ``k = (0,1),0,0``, ``v = 1,0,0``.
 
-    Oracle (closed form, float64, independent of both implementations): ``D_11`` is 2 on
-    the full call and 1 on the prefix; ``G_11`` follows from it by the formula of the
-    case, and row 1 is ``e^{tau G_11} / (e^{tau G_11} + 1)`` with ``tau = 1/sqrt(2)``.
-    Tolerance: ``attention_bound`` of each call (the rows are compared with the oracle,
-    then with each other); ``G_11`` within the stages' proved bounds
-    (:func:`_metric_bound`) of its exact value (mpmath).
+    Oracle (closed form, mpmath, independent of both implementations): ``D_11`` is 2 on
+    the full call and 1 on the prefix; ``G_11 = (iSwiGLU(D_11 + b) + eps)^P``
+    (``iSwiGLU(u) = u^2 sigmoid(u)``), and row 1 is ``e^{tau G_11} / (e^{tau G_11} + 1)``
+    with ``tau = 1/sqrt(2)``. Tolerance: ``attention_bound`` of each call (the rows are
+    compared with the oracle, then with each other); ``G_11`` within the stages' proved
+    bounds (:func:`_metric_bound`) of its exact value.
     """
     from pyverify.reference.params import PLGAParams
 
-    b, power, g11_of = CEX_HEADS[case]
+    b, power = CEX_HEADS[case]
     dk = 2
     q = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     k = np.array([[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
@@ -233,22 +229,20 @@ def test_paper_head_fails_on_the_lean_counterexample(impl, case):
         b_a=np.zeros((dk, dk)),
     )
     eps = params.metric_eps
-    tau = 1 / math.sqrt(dk)
     ctx = mp_context()
     outs = []
     for rows, d11 in ((3, 2.0), (2, 1.0)):
         qs, ks, vs = q[:rows], k[:rows], v[:rows]
         got = impl.plga(qs, ks, vs, params, A=qs.T @ qs)
-        g11 = g11_of(d11, eps)
-        want = math.exp(tau * g11) / (math.exp(tau * g11) + 1)
         tol = attention_bound(impl, qs, got.G, ks, vs)
         # G_11 against its exact value (mpmath): W = a = I, b_a = 0, so
         # G_11 = (iSwiGLU(D_11 + b) + eps) ** P
         e_g = _metric_bound(impl, qs.T @ qs, got.A_LM, got.A_P, params)
         zm = ctx.mpf(d11) + b
-        g11_mp = (zm * zm / (1 + ctx.exp(-zm)) + ctx.mpf(eps)) ** power
-        assert mp_excess(got.G[1:2, 1:2], [[g11_mp]], e_g[1:2, 1:2]) <= 1
-        assert abs(float(got.out[1, 0]) - want) <= tol
+        g11 = (zm * zm / (1 + ctx.exp(-zm)) + ctx.mpf(eps)) ** power
+        assert mp_excess(got.G[1:2, 1:2], [[g11]], e_g[1:2, 1:2]) <= 1
+        e_tau = ctx.exp(g11 / ctx.sqrt(dk))  # e^{tau G_11}
+        assert mp_excess(got.out[1:2], [[e_tau / (e_tau + 1)]], np.array([[tol]])) <= 1
         outs.append((float(got.out[1, 0]), tol))
     (full, t_full), (pre, t_pre) = outs
     assert abs(full - pre) > GAP_FACTOR * (t_full + t_pre)  # row 1 changes without row 2

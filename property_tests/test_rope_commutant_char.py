@@ -19,10 +19,21 @@ from hypothesis import strategies as st
 
 import pyverify.kernels as kern
 from pyverify.fp.exps import TRIG_ACCURACY
-from pyverify.fp.formulas import EVAL_SLACK, fp_dot_product
+from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_dot_product
 from pyverify.kernels.collapsed import DEFAULT_COMMUTANT_TOL
+from pyverify.reference import rope_thetas
 from pyverify.testing.exact import J, add, block_diag, eye, matmul, rot, scale
 from pyverify.testing.impls import ALL, UNIT_ROUNDOFF, gamma, impl_ids, kernels
+from pyverify.testing.rope_bounds import (
+    PLANE,
+    angle_error,
+    entry_error,
+    exact_thetas,
+    plane_blocks,
+    theta_excess,
+    trig_excess,
+)
+from pyverify.testing.stage_bounds import mp_context
 from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
@@ -37,8 +48,6 @@ pytestmark = pytest.mark.theorem("rope_commutant_char")
 
 #: ``[fp_ieee_rounding]`` float64's unit round-off: the residual's float64 arithmetic.
 U64 = UNIT_ROUNDOFF["float64"]
-#: ``[rope_commutant_char]`` The commutant's dimension per plane (span{I, J}): dk = 2 planes.
-PLANE_DIM = 2
 #: ``[non-vacuity]`` The relative size of the off-commutant departure in the membership test.
 DEPARTURE = 1e-2
 #: ``[non-vacuity]`` That departure's relative residual (at least DEPARTURE / (1 + DEPARTURE))
@@ -130,7 +139,7 @@ def test_block_commutant_has_dimension_dk_exactly(planes):
     """Exact: R block diagonal with rational rotations of pairwise distinct cosines (so no
     two planes share an eigenvalue e^{+-i phi}) and non-zero sines: the commutant has
     dimension dk and every element is block diagonal with blocks in span{I, J}."""
-    dk = PLANE_DIM * len(planes)
+    dk = PLANE * len(planes)
     R = sympy.Matrix(block_diag([rot(c, s) for c, s in planes]))
     basis = _commutant_basis(R)
     assert len(basis) == dk
@@ -143,7 +152,7 @@ def test_repeated_plane_rotation_enlarges_the_commutant(cs, n_planes):
     """The hypothesis matters: equal plane rotations let off-diagonal blocks commute too."""
     c, s = cs
     R = sympy.Matrix(block_diag([rot(c, s)] * n_planes))
-    assert len(_commutant_basis(R)) > PLANE_DIM * n_planes
+    assert len(_commutant_basis(R)) > PLANE * n_planes
 
 
 # --------------------------------------------------------------------------- implementations
@@ -151,19 +160,37 @@ def test_repeated_plane_rotation_enlarges_the_commutant(cs, n_planes):
 @given(st.sampled_from([2, 4, 6, 8]), st.integers(1, 64))
 def test_commutant_of_implementation_rotations_has_dimension_dk(impl, dk, n):
     """The implementation's R_n, exactly (its entries are rationals): block diagonal with
-    blocks ``c I + s J``; where the theorem's hypotheses hold on those entries (every
-    ``s_p != 0``, the ``c_p`` pairwise distinct: the blocks share no eigenvalue), its exact
-    commutant has dimension dk and lies in the block span{I, J}. No tolerance: the
-    commutant is computed exactly, block by block."""
+    blocks ``c I + s J``. The theorem's hypotheses come from the spec: where the exact
+    ``cos(n theta_p)`` are pairwise apart and the exact ``sin(n theta_p)`` away from 0 by
+    more than twice the entries' proved errors (:func:`entry_error` at the spec's exact
+    frequencies, :func:`angle_error`), the implementation's ``c_p`` must be pairwise apart
+    and its ``s_p`` away from 0 by more than those errors (so no implementation with
+    planes at a wrong frequency passes). Then its exact commutant, computed block by block
+    on its own entries, has dimension dk and lies in the block span{I, J}: no tolerance.
+    That last step is the theorem at the implementation's rationals (off the unit circle,
+    where the exact test above draws Pythagorean points): once the asserts before it
+    hold, no implementation can make it fail."""
+    assert theta_excess(dk, impl.device) <= 1  # the frequencies' premise (LIB_ACCURACY)
+    assert trig_excess(np.outer([n], rope_thetas(dk)), impl.device) <= 1  # TRIG_ACCURACY
+    ctx = mp_context()
+    th = exact_thetas(dk)
+    cos, sin = [ctx.cos(n * t) for t in th], [ctx.sin(n * t) for t in th]
+    err = entry_error(angle_error(n, dk), impl.u_io, UNDERFLOW[impl.dtype]).tolist()
+    planes = range(dk // PLANE)
+    pairs = [(p, q) for p in planes for q in planes if p < q]
+    # the spec's R_n satisfies the hypotheses with room for the entries' errors: a pair of
+    # computed entries is at most e_p + e_q nearer than the exact pair
+    assume(all(abs(sin[p]) > err[p] + err[p] for p in planes))
+    assume(all(abs(cos[p] - cos[q]) > (err[p] + err[q]) + (err[p] + err[q]) for p, q in pairs))
+    e = [Fraction(x) for x in err]  # each entry's proved error, exactly
     R = impl.rotation_matrix(n, dk)
-    planes = range(dk // PLANE_DIM)
-    off = np.kron(np.eye(dk // PLANE_DIM), np.ones((PLANE_DIM, PLANE_DIM))) == 0
-    assert np.all(R[off] == 0)
-    blocks = [R[PLANE_DIM * p : PLANE_DIM * p + PLANE_DIM, PLANE_DIM * p :][:, :PLANE_DIM]
-              for p in planes]  # fmt: skip
+    assert np.all(R[plane_blocks(dk) == 0] == 0)
+    blocks = [R[PLANE * p : PLANE * p + PLANE, PLANE * p : PLANE * p + PLANE] for p in planes]
     assert all(B[0, 0] == B[1, 1] and B[0, 1] == -B[1, 0] for B in blocks)
     cs = [(Fraction(float(B[0, 0])), Fraction(float(B[1, 0]))) for B in blocks]
-    assume(all(s != 0 for _, s in cs) and len({c for c, _ in cs}) == len(cs))
+    # the hypotheses on the implementation's entries, beyond their proved errors
+    assert all(abs(cs[p][1]) > e[p] for p in planes)
+    assert all(abs(cs[p][0] - cs[q][0]) > e[p] + e[q] for p, q in pairs)
     exact = [rot(c, s) for c, s in cs]
     dim = 0
     for p in planes:
@@ -191,16 +218,13 @@ def _residual_bound(P: np.ndarray) -> float:
     """
     dk = P.shape[0]
     n = dk * dk
-    ones = np.kron(np.eye(dk // PLANE_DIM), np.ones((PLANE_DIM, PLANE_DIM)))
-    absR = ones * (1 + TRIG_ACCURACY)
+    absR = plane_blocks(dk) * (1 + TRIG_ACCURACY)
     A = np.abs(P)
-    ent = (1 + U64) * (
-        fp_dot_product(A @ absR, PLANE_DIM, U64) + fp_dot_product(absR @ A, PLANE_DIM, U64)
-    )
+    ent = (1 + U64) * (fp_dot_product(A @ absR, PLANE, U64) + fp_dot_product(absR @ A, PLANE, U64))
     num = (1 + U64) * np.sqrt((1 + gamma(n, U64)) * np.sum(ent * ent))
     den = (1 - U64) * np.sqrt((1 - gamma(n, U64)) * np.sum(P * P))
     den = max(den, np.finfo(np.float64).tiny)  # the residual's clamp (P = 0: num = 0)
-    return float((1 + U64) * num / (PLANE_DIM * den) * EVAL_SLACK)
+    return float((1 + U64) * num / (2 * den) * EVAL_SLACK)  # the kernel's 2 ||P||_F
 
 
 def _project_np(G: np.ndarray) -> np.ndarray:

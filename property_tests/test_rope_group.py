@@ -26,6 +26,7 @@ from pyverify.testing.rope_bounds import (
     PLANE,
     angle_rounding,
     entry_error,
+    plane_blocks,
     plane_norm1,
     product_error,
     rope_row_error,
@@ -44,11 +45,7 @@ def _entries(impl, angle_err, dk: int) -> np.ndarray:
     """Entrywise error bound of a computed ``R`` (dk, dk): the rotation entries' on the
     planes (rounded to the dtype), 0 off them (exact zeros)."""
     e = entry_error(angle_err, impl.u_io, UNDERFLOW[impl.dtype])
-    return np.kron(np.eye(dk // PLANE), np.ones((PLANE, PLANE))) * e
-
-
-def _mask(dk: int) -> np.ndarray:
-    return np.kron(np.eye(dk // PLANE), np.ones((PLANE, PLANE))) == 0
+    return plane_blocks(dk) * e
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)
@@ -88,7 +85,7 @@ def test_block_rotations_compose(impl, dk, m, n):
     assert np.all(np.abs(Rm.T - impl.rotation_matrix(-m, dk)) <= Em.T + Em)
     assert np.all(np.abs(Rm @ Rm.T - np.eye(dk)) <= product_error(Am, Am.T, Em, Em.T))
     # block diagonal: nothing outside the 2 x 2 planes
-    assert np.all(Rm[_mask(dk)] == 0)
+    assert np.all(Rm[plane_blocks(dk) == 0] == 0)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pyverify.fp.formulas import EVAL_SLACK
 from pyverify.fp.models import scores_bound
 from pyverify.reference import rope_thetas, rotation_matrix
-from pyverify.testing.fp import MP_DPS, MP_REL, arith
+from pyverify.testing.fp import MP_REL, arith, scores_path
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.rope_bounds import (
     PLANE,
@@ -37,6 +37,7 @@ from pyverify.testing.rope_bounds import (
     theta_excess,
     trig_excess,
 )
+from pyverify.testing.stage_bounds import mp_context
 from pyverify.testing.strategies import (
     arrays,
     commutant_matrix,
@@ -50,9 +51,6 @@ pytestmark = pytest.mark.theorem("rope_relative_position")
 #: [non-vacuity] A witness's exact score change must exceed the two scores' bounds this many
 #: times (then the implementation's change is far above its rounding).
 WITNESS_MARGIN = 4
-
-_MP = mpmath.MPContext()
-_MP.dps = MP_DPS
 
 
 def score_and_bound(impl, q, m, k, n, G, angle) -> tuple[float, float]:
@@ -69,8 +67,7 @@ def score_and_bound(impl, q, m, k, n, G, angle) -> tuple[float, float]:
     s = float(impl.scores(qr, kr, G)[0, 0])
     dq = rope_row_error(ar, plane_norm1(q), angle(m))
     dk_ = rope_row_error(ar, plane_norm1(k), angle(n))
-    path = "reference" if ar.impl == "reference" else "matmul"
-    b_fl = float(scores_bound(ar, qr, kr, G, None, path)[0, 0])
+    b_fl = float(scores_bound(ar, qr, kr, G, None, scores_path(impl))[0, 0])
     Ga, tau = np.abs(G), 1 / np.sqrt(q.shape[0])
     prop = tau * (dq @ Ga @ np.abs(kr[0]) + (np.abs(qr[0]) + dq) @ Ga @ dk_)
     return s, (b_fl + float(prop)) * EVAL_SLACK
@@ -134,7 +131,7 @@ def _witness(G: np.ndarray) -> tuple[int, int, int, mpmath.mpf]:
         if ratio[i, j] > best:
             best, pick = float(ratio[i, j]), (int(i), int(j), t)
     i, j, t = pick
-    ctx = _MP
+    ctx = mp_context()
     th = exact_thetas(dk)
 
     def col(c: int) -> dict[int, mpmath.mpf]:  # column c of the exact R_t: its plane only
@@ -163,9 +160,11 @@ def _observed(impl, G: np.ndarray, assume_margin: bool) -> None:
         assume(far)  # G far enough outside the commutant for this dtype
     else:
         assert far
-    diff = _MP.mpf(s_t) - _MP.mpf(s_0)  # exact at MP_DPS digits
-    assert abs(diff - delta) <= tol - MP_REL * abs(delta)  # ... and it is observed
-    assert abs(diff) > tol  # equal exact scores would differ by at most tol
+    ctx = mp_context()
+    diff = ctx.mpf(s_t) - ctx.mpf(s_0)  # exact at MP_DPS digits
+    # ... and it is observed: then |diff| > (WITNESS_MARGIN - 1) tol, beyond the at most
+    # tol by which equal exact scores could differ
+    assert abs(diff - delta) <= tol - MP_REL * abs(delta)
 
 
 @pytest.mark.parametrize("impl", ALL, ids=impl_ids)

@@ -26,6 +26,7 @@ the same identity holds with equality in Fractions.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import mpmath
@@ -38,7 +39,7 @@ from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_summation
 from pyverify.precision import UNIT_ROUNDOFF, gamma
 from pyverify.reference import rope_thetas
 from pyverify.testing.exact import add, block_diag, matmul, rot, scale, transpose, zeros
-from pyverify.testing.fp import MP_DPS, MP_REL, arith, mp_excess
+from pyverify.testing.fp import MP_REL, arith, mp_excess
 from pyverify.testing.impls import ALL, impl_ids
 from pyverify.testing.rope_bounds import (
     PLANE,
@@ -51,26 +52,30 @@ from pyverify.testing.rope_bounds import (
     theta_excess,
     trig_excess,
 )
+from pyverify.testing.stage_bounds import mp_context
 from pyverify.testing.strategies import arrays, even_dk, examples, pythagorean
 
 pytestmark = pytest.mark.theorem("rope_twirl")
 
 #: ``[fp_ieee_rounding]`` float64's unit round-off: the tests' own float64 arithmetic.
 U64 = UNIT_ROUNDOFF["float64"]
-#: ``[rope_twirl]`` The statement's ``|1 - w^S| <= 2`` (``|sigma_S(w)| <= 2 / (S |1 - w|)``)
-#: and ``rope_twirl_decay``'s ``|sum_{n<S} w^n|^2 (1 - c) <= 2``.
-GEOM = 2
-#: ``[rope_twirl]`` The two halves of a block's C and N parts: ``x = (B00 + B11) / 2``.
-HALF = 2
+#: ``[rope_twirl]`` ``rope_twirl_decay``'s right-hand side: ``|sum_{n<S} w^n|^2 (1 - c) <= 2``.
+DECAY_RHS = 2
 
-_MP = mpmath.MPContext()
-_MP.dps = MP_DPS
+
+@functools.cache
+def _premise_excess(dk: int, S: int, device: str) -> tuple[float, float]:
+    """:func:`theta_excess` and :func:`trig_excess` on the angles ``n theta_p``, ``n < S``:
+    they depend on ``(dk, S, device)`` only, so each is evaluated in mpmath once."""
+    angles = np.outer(np.arange(S), rope_thetas(dk))
+    return theta_excess(dk, device), trig_excess(angles, device)
 
 
 def _premises(impl, dk: int, S: int) -> None:
     """The declared accuracies, checked against mpmath on this test's angles."""
-    assert theta_excess(dk, impl.device) <= 1
-    assert trig_excess(np.outer(np.arange(S), rope_thetas(dk)), impl.device) <= 1
+    theta, trig = _premise_excess(dk, S, impl.device)
+    assert theta <= 1  # LIB_ACCURACY of the frequencies
+    assert trig <= 1  # TRIG_ACCURACY
 
 
 def twirl_impl(impl, M: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,7 +101,7 @@ def twirl_bound(impl, M: np.ndarray, Y: np.ndarray, Z: np.ndarray) -> np.ndarray
     """
     ar = arith(impl)
     S = Y.shape[1]
-    ang = np.stack([np.repeat(angle_error(n, M.shape[0]), PLANE) for n in range(S)])  # (S, dk)
+    ang = np.repeat(angle_error(np.arange(S), M.shape[0]), PLANE, axis=-1)  # (S, dk)
     E1 = rope_row_error(ar, plane_norm1(np.repeat(M[:, None, :], S, axis=1)), ang)
     W = np.transpose(Y, (2, 1, 0))
     E2 = rope_row_error(ar, plane_norm1(W), ang) + rotated_error(np.transpose(E1, (2, 1, 0)))
@@ -111,18 +116,19 @@ def twirl_oracle(M: np.ndarray, S: int) -> list[list[mpmath.mpf]]:
     """The spec's decomposition in mpmath at the exact frequencies: C and N parts damped."""
     dk = M.shape[0]
     th = exact_thetas(dk)
-    out = [[_MP.mpf(0)] * dk for _ in range(dk)]
+    ctx = mp_context()
+    out = [[ctx.mpf(0)] * dk for _ in range(dk)]
 
     def sigma(w: mpmath.mpc) -> mpmath.mpc:
-        return _MP.fsum(w**k for k in range(S)) / S
+        return ctx.fsum(w**k for k in range(S)) / S
 
     for p in range(dk // PLANE):
         for q in range(dk // PLANE):
-            B = [[_MP.mpf(float(M[PLANE * p + a, PLANE * q + b])) for b in (0, 1)] for a in (0, 1)]
-            c = _MP.mpc(B[0][0] + B[1][1], B[1][0] - B[0][1]) / HALF
-            n = _MP.mpc(B[0][0] - B[1][1], B[0][1] + B[1][0]) / HALF
-            c *= sigma(_MP.expj(th[p] - th[q]))
-            n *= sigma(_MP.expj(th[p] + th[q]))
+            B = [[ctx.mpf(float(M[PLANE * p + a, PLANE * q + b])) for b in (0, 1)] for a in (0, 1)]
+            c = ctx.mpc(B[0][0] + B[1][1], B[1][0] - B[0][1]) / 2
+            n = ctx.mpc(B[0][0] - B[1][1], B[0][1] + B[1][0]) / 2
+            c *= sigma(ctx.expj(th[p] - th[q]))
+            n *= sigma(ctx.expj(th[p] + th[q]))
             blk = [[c.real + n.real, -c.imag + n.imag], [c.imag + n.imag, c.real - n.real]]
             for a in (0, 1):
                 for b in (0, 1):
@@ -135,7 +141,7 @@ def commutant_part(M: np.ndarray) -> np.ndarray:
     out = np.zeros_like(M)
     for p in range(dk // PLANE):
         B = M[PLANE * p : PLANE * p + PLANE, PLANE * p : PLANE * p + PLANE]
-        x, y = (B[0, 0] + B[1, 1]) / HALF, (B[1, 0] - B[0, 1]) / HALF
+        x, y = (B[0, 0] + B[1, 1]) / 2, (B[1, 0] - B[0, 1]) / 2
         out[PLANE * p : PLANE * p + PLANE, PLANE * p : PLANE * p + PLANE] = [[x, -y], [y, x]]
     return out
 
@@ -152,8 +158,8 @@ def commutant_part_bound(M: np.ndarray, err) -> np.ndarray:  # type: ignore[no-u
     for p in range(M.shape[0] // PLANE):
         sl = slice(PLANE * p, PLANE * p + PLANE)
         a, e = A[sl, sl], E[sl, sl]
-        x = (e[0, 0] + e[1, 1] + U64 * (a[0, 0] + a[1, 1])) / HALF
-        y = (e[1, 0] + e[0, 1] + U64 * (a[1, 0] + a[0, 1])) / HALF
+        x = (e[0, 0] + e[1, 1] + U64 * (a[0, 0] + a[1, 1])) / 2
+        y = (e[1, 0] + e[0, 1] + U64 * (a[1, 0] + a[0, 1])) / 2
         out[sl, sl] = [[x, y], [y, x]]
     return (out + UNDERFLOW["float64"]) * EVAL_SLACK
 
@@ -179,20 +185,21 @@ def _damping_budget(M: np.ndarray, S: int) -> np.ndarray:
     """``[rope_twirl]`` Entrywise bound of the exact twirl minus the commutant part.
 
     Block (p, q): ``|c| |sigma_S(w_c)|`` (not for p = q: that is the commutant part) plus
-    ``|n| |sigma_S(w_n)|``, with ``|sigma_S(w)| <= GEOM / (S |1 - w|)`` and
+    ``|n| |sigma_S(w_n)|``, with ``|sigma_S(w)| <= 2 / (S |1 - w|)`` (``|1 - w^S| <= 2``) and
     ``|1 - e^{i a}| = 2 |sin(a / 2)|``: mpmath at the exact frequencies, rounded up.
     """
     dk = M.shape[0]
     th = exact_thetas(dk)
+    ctx = mp_context()
     out = np.zeros_like(M)
     for p in range(dk // PLANE):
         for q in range(dk // PLANE):
-            B = [[_MP.mpf(float(M[PLANE * p + a, PLANE * q + b])) for b in (0, 1)] for a in (0, 1)]
-            size_c = _MP.hypot(B[0][0] + B[1][1], B[1][0] - B[0][1]) / HALF
-            size_n = _MP.hypot(B[0][0] - B[1][1], B[0][1] + B[1][0]) / HALF
-            budget = size_n * GEOM / (S * abs(1 - _MP.expj(th[p] + th[q])))
+            B = [[ctx.mpf(float(M[PLANE * p + a, PLANE * q + b])) for b in (0, 1)] for a in (0, 1)]
+            size_c = ctx.hypot(B[0][0] + B[1][1], B[1][0] - B[0][1]) / 2
+            size_n = ctx.hypot(B[0][0] - B[1][1], B[0][1] + B[1][0]) / 2
+            budget = size_n * 2 / (S * abs(1 - ctx.expj(th[p] + th[q])))
             if p != q:  # the diagonal C part is the commutant part (w = 1, undamped)
-                budget += size_c * GEOM / (S * abs(1 - _MP.expj(th[p] - th[q])))
+                budget += size_c * 2 / (S * abs(1 - ctx.expj(th[p] - th[q])))
             out[PLANE * p : PLANE * p + PLANE, PLANE * q : PLANE * q + PLANE] = float(budget)
     return out * EVAL_SLACK
 
@@ -222,7 +229,8 @@ def _geometric_error(w: complex, S: int) -> tuple[float, float]:
     """
     mu = float(np.hypot(gamma(PLANE, U64), gamma(PLANE, U64))) * EVAL_SLACK
     r2 = Fraction(w.real) ** PLANE + Fraction(w.imag) ** PLANE
-    r = float(_MP.sqrt(_MP.mpf(r2.numerator) / r2.denominator)) * EVAL_SLACK
+    ctx = mp_context()
+    r = float(ctx.sqrt(ctx.mpf(r2.numerator) / r2.denominator)) * EVAL_SLACK
     pw = [w**n for n in range(S + 1)]
     rho = [float(np.expm1(max(n - 1, 0) * np.log1p(mu))) * r**n for n in range(S + 1)]
     sre, sim = sum(abs(x.real) for x in pw[:S]), sum(abs(x.imag) for x in pw[:S])
@@ -247,11 +255,12 @@ def test_geometric_sum_identity(impl, angle, S):
     # w is the rotation by `angle` (cos and sin each within entry_error: the angle is exact,
     # theta_0 = 1), so a wrong angle or sign in rot2 fails here, not only the identity below
     e = entry_error(0.0, impl.u_io, UNDERFLOW[impl.dtype])
-    assert abs(_MP.mpc(w.real, w.imag) - _MP.expj(angle)) <= float(np.hypot(e, e)) * EVAL_SLACK
+    ctx = mp_context()
+    assert abs(ctx.mpc(w.real, w.imag) - ctx.expj(angle)) <= float(np.hypot(e, e)) * EVAL_SLACK
     lhs = (1 - w) * sum(w**n for n in range(S))
     rhs = 1 - w**S
     b_lhs, b_rhs = _geometric_error(w, S)
-    assert abs(_MP.mpc(lhs.real, lhs.imag) - _MP.mpc(rhs.real, rhs.imag)) <= b_lhs + b_rhs
+    assert abs(ctx.mpc(lhs.real, lhs.imag) - ctx.mpc(rhs.real, rhs.imag)) <= b_lhs + b_rhs
 
 
 # --------------------------------------------------------------------------- exact
@@ -339,7 +348,7 @@ def test_rope_twirl_decay_on_real_angles(impl, dk, S, data):
     rows = impl.rope(impl.round(x))[:, 2 * p : 2 * p + 2].astype(np.float64)
     z = rows[:, 0] + 1j * rows[:, 1]  # w^n (or its conjugate: |sum|^2 is the same)
     c = float(impl.rope(impl.round(x[:1]), offset=1)[0, 2 * p])  # cos theta_p, as held
-    E = np.array([rope_row_error(ar, 1.0, angle_error(n, dk)[p]) for n in range(S)])
+    E = rope_row_error(ar, 1.0, angle_error(np.arange(S), dk)[:, p])  # (S,)
     e_c = float(rope_row_error(ar, 1.0, angle_error(1, dk)[p]))
     total = complex(np.sum(z))
     d = float(np.hypot(fp_summation(np.abs(rows[:, 0]).sum(), S, U64) + E.sum(),
@@ -351,12 +360,13 @@ def test_rope_twirl_decay_on_real_angles(impl, dk, S, data):
 
     lhs = exact_sq(total) * one_minus_c
     tol = _square_error(abs(total.real) + abs(total.imag), d, float(one_minus_c), e_c)
-    assert lhs <= GEOM + Fraction(tol)
+    assert lhs <= DECAY_RHS + Fraction(tol)
     avg = total / S  # each component one rounded quotient
     d_avg = (d + U64 * (abs(total.real) + abs(total.imag))) / S + UNDERFLOW["float64"]
     tol_avg = _square_error(abs(avg.real) + abs(avg.imag), d_avg, float(one_minus_c), e_c)
-    assert exact_sq(avg) * one_minus_c <= Fraction(GEOM, S * S) + Fraction(tol_avg)
+    assert exact_sq(avg) * one_minus_c <= Fraction(DECAY_RHS, S * S) + Fraction(tol_avg)
     theta = exact_thetas(dk)[p]
-    want = 1 - _MP.cos(S * theta)
-    got = _MP.mpf(lhs.numerator) / lhs.denominator
+    ctx = mp_context()
+    want = 1 - ctx.cos(S * theta)
+    got = ctx.mpf(lhs.numerator) / lhs.denominator
     assert abs(got - want) <= tol - MP_REL * abs(want)

@@ -47,7 +47,7 @@ from pyverify.fp.formulas import (
 from pyverify.fp.models import scores_bound
 from pyverify.reference import apply_rope
 from pyverify.testing.bounds import softmax_rel_bound
-from pyverify.testing.fp import arith
+from pyverify.testing.fp import arith, scores_path
 from pyverify.testing.impls import ALL, FLOAT, REFERENCE, gamma, impl_ids
 from pyverify.testing.softmax_bounds import (
     U64,
@@ -73,9 +73,6 @@ MARGIN = 2
 #: ``[score_perturbation]`` the exact model's monotone exp ``x -> 2^x`` (``pow2``): weights
 #: within ``[2^(-2 eta), 2^(2 eta)]`` (with :data:`WEIGHT_SPAN`).
 BASE = 2
-#: ``[score_perturbation]`` The kernel's instance ``score_perturbation_pow2``: weight 1 of
-#: the base-2 rows ``(0, 3)`` and ``(1, 2)``.
-POW2_03, POW2_12 = Fraction(8, 9), Fraction(2, 3)
 #: ``[non-vacuity]`` The coordinate cases resolve the perturbation: the budget exceeds
 #: this many times the two scores' rounding bounds, so the attained change's lower bound
 #: (budget minus rounding) exceeds the rounding itself.
@@ -97,7 +94,7 @@ def score_rounding(impl, q, G, k) -> np.ndarray:
     ``Q G K^T / sqrt(dk)``, ``G`` as held (no error of its own).
     """
     ar = arith(impl)
-    return scores_bound(ar, q, k, G, None, "reference" if ar.impl == "reference" else "matmul")
+    return scores_bound(ar, q, k, G, None, scores_path(impl))
 
 
 def oracle_ratio_rel(E_star, delta, allowed) -> np.ndarray:
@@ -373,8 +370,7 @@ def test_base2_factor_bound_on_the_genuine_model(impl, data):
         assert got[0][i] * (1 - rels[1]) <= span * got[1][i] * (1 + rels[0])
         assert abs(got[0][i] - p) <= rels[0] * p
         assert abs(got[1][i] - p2) <= rels[1] * p2
-    for row, w in ((2, POW2_03), (3, POW2_12)):
-        r = instance[row - 2]
-        assert two ** r[1] / sum(two**v for v in r) == w  # the oracle is the instance
+    for row, r in enumerate(instance, start=2):
+        w = two ** r[1] / sum(two**v for v in r)  # the exact base-2 weight 1: 8/9, 2/3
         assert abs(got[row][1] - w) <= rels[row] * w
     assert got[3][1] > got[3][0]  # the argmax (position 1) is kept

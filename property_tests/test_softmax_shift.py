@@ -8,7 +8,6 @@ shifted row's with the held ``E + c``'s distance to the exact ``E + c``.
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -18,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from pyverify.fp.learner import float_up
 from pyverify.reference import causal_mask, masked_softmax, plga_forward_full
 from pyverify.testing.impls import ALL, FLOAT, REFERENCE, impl_ids
 from pyverify.testing.softmax_bounds import reference_error, softmax_error
@@ -42,14 +42,9 @@ def score_rows(draw, grid: bool):
 
 def held_distance(held, E, c) -> np.ndarray:
     """``|held - (E + c)|`` entrywise against the exact sum (Fractions), rounded up."""
-
-    def up(f: Fraction) -> float:
-        x = float(f)
-        return x if Fraction(x) >= f else math.nextafter(x, math.inf)
-
     h, e, s = (a.ravel() for a in np.broadcast_arrays(np.asarray(held, np.float64), E, c))
     d = [
-        up(abs(Fraction(float(x)) - Fraction(float(y)) - Fraction(float(z))))
+        float_up(abs(Fraction(float(x)) - Fraction(float(y)) - Fraction(float(z))))
         for x, y, z in zip(h, e, s, strict=True)
     ]
     return np.array(d).reshape(np.shape(held))

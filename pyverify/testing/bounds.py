@@ -37,6 +37,7 @@ from pyverify.fp.models import (
 )
 from pyverify.reference import mp as rmp
 from pyverify.testing.fp import arith, mp_excess
+from pyverify.testing.stage_bounds import mp_context
 
 if TYPE_CHECKING:
     from pyverify.reference import PLGAParams
@@ -63,10 +64,13 @@ def rel_err(x: object, y: object) -> float:
 
 
 def density_bound(impl: Impl, q) -> np.ndarray:
-    """``[fp_matmul]`` ``D = Q^T Q`` from held queries: ``gamma_S |Q|^T |Q|`` (+ underflow)."""
+    """``[fp_matmul]`` ``D = Q^T Q`` from held queries: ``gamma_S |Q|^T |Q|`` (+ underflow).
+
+    Times ``EVAL_SLACK``, the relative slack of its float64 evaluation (``[fp_summation]``).
+    """
     ar = arith(impl)
     a = np.abs(np.asarray(q, dtype=np.float64))
-    return fp_matmul(a.T, a, ar.u_c, UNDERFLOW[ar.compute])
+    return EVAL_SLACK * fp_matmul(a.T, a, ar.u_c, UNDERFLOW[ar.compute])
 
 
 def metric_tensor_bound(impl: Impl, A, params: PLGAParams) -> np.ndarray:
@@ -92,14 +96,16 @@ def energy_bound(impl: Impl, A_P, params: PLGAParams) -> np.ndarray:
     return linear_stage_bound(arith(impl), params.a, A_P, params.b_a)
 
 
-def formula_excess(impl: Impl, res: Any, params: PLGAParams, ctx: Any) -> dict[str, float]:
+def formula_excess(impl: Impl, res: Any, params: PLGAParams) -> dict[str, float]:
     """Steps 4-6 on the implementation's own tensors, each against mpmath.
 
     The worst ``|got - exact| / bound`` (``> 1``: violated) of ``A_LM`` from its ``A``
     (:func:`metric_tensor_bound`), ``A_P`` from its ``A_LM`` (:func:`power_law_bound`) and
     ``G`` from its ``A_P`` (:func:`energy_bound`). ``res``: ``A, A_LM, A_P, G`` (float64
-    arrays); ``params``: as the implementation holds them; ``ctx``: mpmath.
+    arrays); ``params``: as the implementation holds them. The oracle: mpmath at
+    :data:`~pyverify.testing.fp.MP_DPS` digits (what :func:`mp_excess` allows for).
     """
+    ctx = mp_context()
     A, A_LM, A_P = (np.asarray(t, np.float64) for t in (res.A, res.A_LM, res.A_P))
     exact = {
         "A_LM": (rmp.metric_tensor(A, params.W, params.b, params.metric_eps, ctx),

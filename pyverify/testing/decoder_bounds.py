@@ -65,6 +65,7 @@ from pyverify.testing.stage_bounds import (
     stage_arith,
     swiglu_bound,
 )
+from pyverify.testing.strategies import block_diagonal
 
 __all__ = [
     "cached_decode_bound",
@@ -477,12 +478,9 @@ def folded_query(impl: Any, ref: Decoder, G: Sequence[Any]) -> list[tuple[list, 
     held = held_decoder(ref, stage_arith(impl).ar.dtype).params
     out = []
     for layer, Gl in zip(held.layers, G, strict=True):
-        Gh = np.asarray(impl.hold(np.asarray(Gl, np.float64)), np.float64)
-        H, dk = Gh.shape[0], Gh.shape[1]
-        block = np.zeros((H * dk, H * dk))
-        for h in range(H):
-            block[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = Gh[h]
-        W = _map(mps.to_mat(layer.mha.Wq, "W", ctx=ctx), block, np.zeros(H * dk), None, ctx)
-        b = _map([[ctx.mpf(float(t)) for t in layer.mha.bq]], block, np.zeros(H * dk), None, ctx)
+        block = block_diagonal(np.asarray(impl.hold(np.asarray(Gl, np.float64)), np.float64))
+        W = _map(mps.to_mat(layer.mha.Wq, "W", ctx=ctx), block, np.zeros(len(block)), None, ctx)
+        b = _map([[ctx.mpf(float(t)) for t in layer.mha.bq]], block, np.zeros(len(block)), None,
+                 ctx)  # fmt: skip
         out.append((W, b[0]))
     return out

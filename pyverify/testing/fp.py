@@ -16,8 +16,9 @@ from typing import Any
 import mpmath
 import numpy as np
 
+from pyverify.fp.formulas import EVAL_SLACK
 from pyverify.fp.models import Arithmetic, arithmetic
-from pyverify.precision import gamma
+from pyverify.precision import UNIT_ROUNDOFF, gamma
 from pyverify.testing.exact import Mat
 
 __all__ = [
@@ -27,7 +28,9 @@ __all__ = [
     "attention_path",
     "exact_product",
     "mp_excess",
+    "oracle_rounding",
     "pinned_sdpa",
+    "scores_path",
     "worst_excess",
 ]
 
@@ -37,6 +40,8 @@ MP_DPS = 50
 #: ``2^20`` roundings on a path at ``10^-MP_DPS`` (a softmax or attention row; far below
 #: any float64 bound).
 MP_REL = gamma(2**20, 10.0**-MP_DPS)
+#: ``[fp_ieee_rounding]`` float64's unit round-off.
+U64 = UNIT_ROUNDOFF["float64"]
 
 
 def arith(impl: Any) -> Arithmetic:
@@ -44,6 +49,14 @@ def arith(impl: Any) -> Arithmetic:
     return arithmetic(
         impl.name, impl.dtype, getattr(impl, "compute", "") or None, getattr(impl, "device", "cpu")
     )
+
+
+def scores_path(impl: Any) -> str:
+    """How ``impl``'s ``scores`` forms ``Q G K^T / sqrt(dk)``: its path for ``scores_bound``.
+
+    ``reference`` for the reference, else ``matmul`` (the kernels' product in their dtype).
+    """
+    return "reference" if arith(impl).impl == "reference" else "matmul"
 
 
 def attention_path(impl: Any, collapsed: bool = False) -> str:
@@ -78,6 +91,16 @@ def exact_product(A: np.ndarray, B: np.ndarray) -> Mat:
     Af = [[Fraction(float(x)) for x in row] for row in np.asarray(A, np.float64)]
     Bt = [[Fraction(float(x)) for x in col] for col in np.asarray(B, np.float64).T]
     return [[sum((a * b for a, b in zip(r, c, strict=True)), Fraction(0)) for c in Bt] for r in Af]
+
+
+def oracle_rounding(x: np.ndarray) -> np.ndarray:
+    """``[fp_ieee_rounding]`` How far the exact value is from its mpmath oracle in float64, ``x``.
+
+    The oracle's ``x*`` is within ``MP_REL |x*|`` of the exact value and ``x = fl(x*)``
+    within ``u64 |x*|`` of ``x*``, ``|x*| <= |x| / (1 - u64)``: ``(u64 + MP_REL) |x| /
+    (1 - u64)``, evaluated in float64 (times ``EVAL_SLACK``).
+    """
+    return EVAL_SLACK * (U64 + MP_REL) * np.abs(x) / (1 - U64)
 
 
 def worst_excess(got: np.ndarray, exact: Mat, bound: np.ndarray) -> float:

@@ -44,6 +44,7 @@ __all__ = [
     "angle_rounding",
     "entry_error",
     "exact_thetas",
+    "plane_blocks",
     "plane_norm1",
     "product_error",
     "rope_bound",
@@ -139,6 +140,14 @@ def product_error(abs_a, abs_b, err_a, err_b, n: int = PLANE):  # type: ignore[n
     err_a, err_b = np.asarray(err_a, np.float64), np.asarray(err_b, np.float64)
     fl = fp_dot_product(abs_a @ abs_b, n, U64, n * UNDERFLOW["float64"])
     return (fl + err_a @ abs_b + (abs_a + err_a) @ err_b) * EVAL_SLACK
+
+
+def plane_blocks(dk: int) -> np.ndarray:
+    """``[rope_group]`` ``(dk, dk)``: 1 on the plane blocks of a block-diagonal ``R_n``, else 0.
+
+    The planes ``(2p, 2p+1)``: ``R_n``'s only non-zero entries lie in these blocks.
+    """
+    return np.kron(np.eye(dk // PLANE), np.ones((PLANE, PLANE)))
 
 
 def plane_norm1(x) -> np.ndarray:  # type: ignore[no-untyped-def]

@@ -59,6 +59,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import torch
+from hypothesis import reject
 
 from pyverify.fp import stages
 from pyverify.fp.formulas import EVAL_SLACK, UNDERFLOW, fp_elementwise, fp_mixed_precision
@@ -67,7 +68,7 @@ from pyverify.fp.models import LIB_ACCURACY, Arithmetic
 from pyverify.fp.underflow import NotModelled
 from pyverify.precision import TORCH_DTYPES, UNIT_ROUNDOFF
 from pyverify.reference import mp_stages as mps
-from pyverify.testing.fp import MP_DPS, arith
+from pyverify.testing.fp import MP_DPS, MP_REL, arith
 
 __all__ = [
     "HIDDEN_LIMIT",
@@ -81,6 +82,8 @@ __all__ = [
     "layernorm_bound",
     "mp_context",
     "mpf_fraction",
+    "or_reject",
+    "oracle_gap",
     "stage_arith",
     "swiglu_bound",
 ]
@@ -88,6 +91,18 @@ __all__ = [
 
 class OutsideModel(ValueError):  # noqa: N818 (a refusal of the example, as BoundRefused)
     """The operands leave a premise of the bounds (the test rejects the example)."""
+
+
+def or_reject(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` (a proved bound), the example rejected on :class:`OutsideModel`.
+
+    A premise of a stage's theorem fails: no proved bound, Hypothesis draws another
+    example (the rejections: ``pytest --hypothesis-show-statistics``).
+    """
+    try:
+        return fn(*args, **kwargs)
+    except OutsideModel:
+        reject()
 
 
 @dataclass(frozen=True)
@@ -160,7 +175,9 @@ def mp_context() -> Any:
 
 
 def mpf_fraction(x: Any) -> Fraction:
-    """An ``mpf`` (or float) as the Fraction it is, exactly (``man_exp`` is unsigned)."""
+    """An ``mpf`` (or float, or Fraction) as the Fraction it is, exactly (``man_exp`` unsigned)."""
+    if isinstance(x, Fraction):
+        return x
     if isinstance(x, float | int | np.floating):
         return Fraction(float(x))
     man, exp = x.man_exp
@@ -173,6 +190,24 @@ def exact_gap(a: Any, b: Any) -> np.ndarray:
     return np.array([[float_up(abs(mpf_fraction(x) - mpf_fraction(y)))
                       for x, y in zip(ra, rb, strict=True)]
                      for ra, rb in zip(a, b, strict=True)])  # fmt: skip
+
+
+def oracle_gap(a: Any, b: Any) -> np.ndarray:
+    """``|a* - b*|`` entrywise, rounded up, of the exact values of two mpmath oracles.
+
+    ``a``, ``b``: rows of mpf at :data:`~pyverify.testing.fp.MP_DPS` digits, each within
+    :data:`~pyverify.testing.fp.MP_REL` relative of its exact value: ``|a - b| + MP_REL
+    (|a| + |b|)``, computed exactly (Fractions).
+    """
+    rel = Fraction(MP_REL)
+    out = []
+    for ra, rb in zip(a, b, strict=True):
+        row = []
+        for x, y in zip(ra, rb, strict=True):
+            fx, fy = mpf_fraction(x), mpf_fraction(y)
+            row.append(float_up(abs(fx - fy) + rel * (abs(fx) + abs(fy))))
+        out.append(row)
+    return np.array(out)
 
 
 def eps_error(eps: float, compute: str) -> Fraction:

@@ -151,6 +151,16 @@ def commutant_matrix(draw, dk: int, scale: float = 2.0) -> np.ndarray:
     return G
 
 
+def block_diagonal(G: np.ndarray) -> np.ndarray:
+    """Per-head operators ``(H, dk, dk)`` as one block-diagonal ``(H dk, H dk)`` matrix."""
+    G = np.asarray(G, np.float64)
+    H, dk = G.shape[0], G.shape[-1]
+    out = np.zeros((H * dk, H * dk))
+    for h in range(H):
+        out[h * dk : (h + 1) * dk, h * dk : (h + 1) * dk] = G[h]
+    return out
+
+
 def project_commutant_np(G: np.ndarray) -> np.ndarray:
     """The Frobenius projection onto the commutant (NumPy, for building test operators)."""
     dk = G.shape[-1]
@@ -202,6 +212,15 @@ def small_decoder(draw, **overrides: int) -> Decoder:
     return Decoder(DecoderParams.random(**kw))
 
 
+def proved_layers(impl) -> dict[str, int]:
+    """:func:`small_decoder` overrides for a decoder with a proved ``fp_decoder_step`` bound.
+
+    One layer at float32 (at two the composed bound's LayerNorm or softmax premises are no
+    longer met: ``property_tests/test_fp_decoder_step.py``), else none (one or two layers).
+    """
+    return {"num_layers": 1} if impl.dtype == "float32" else {}
+
+
 def tokens(vocab: int = 16, min_size: int = 2, max_size: int = 7):
     """Token sequences."""
     return hnp.arrays(np.int64, st.integers(min_size, max_size), elements=st.integers(0, vocab - 1))
@@ -230,6 +249,19 @@ def decoder_g(draw, ref: Decoder, scale: float = 1.0, commutant: bool = False) -
             hs.append(np.eye(dk) + N / dk)
         out.append(np.stack(hs))
     return out
+
+
+@st.composite
+def prompted_decoders(draw, impl, max_tokens: int = 6):
+    """``(ref, G, toks, n)``: a decoder with a proved pass bound in ``impl``.
+
+    :func:`small_decoder` with :func:`proved_layers`, per-layer metrics (:func:`decoder_g`),
+    2 to ``max_tokens`` tokens and a prompt length ``n`` in ``1 .. len(toks) - 1``.
+    """
+    ref = draw(small_decoder(**proved_layers(impl)), label="decoder")
+    G = draw(decoder_g(ref), label="G")
+    toks = draw(tokens(16, 2, max_tokens), label="tokens")
+    return ref, G, toks, draw(st.integers(1, len(toks) - 1), label="prompt")
 
 
 # --------------------------------------------------------------------------- exact
