@@ -225,14 +225,19 @@ def test_cli_exit_status(monkeypatch, capsys, tmp_path):
 def test_a_stage_without_a_proved_bound_fails_with_its_reason():
     """No tolerance without a theorem: a row whose bound's premises failed is a failure
     naming why, even where the error is 0; with a bound, the bound decides."""
+    from pyverify.crosscheck.bounds import stage_bound
     from pyverify.crosscheck.compare import Comparer, Proved
 
     case = cc.list_cases(["cpu"], ["float64"], True)[0]
     cmp = Comparer(case, "kernels.uncached", "reference.float64")
     x = np.ones((1, 1, 2, 2))
-    row = cmp.stage("output", x, x, Proved(None, (), "a score's error bound reaches 1"))
+
+    def premise_fails():
+        raise ValueError("a score's error bound reaches 1")
+
+    row = cmp.stage("output", x, x, stage_bound("output", premise_fails))
     assert not row.passed and row.tolerance_rule == "no proved bound"
-    assert "a score's error bound reaches 1" in row.proved_note
+    assert row.proved_note == "no proved bound: a score's error bound reaches 1"
     assert not cmp.stage("output", x, x, None).passed
     ok = cmp.stage("output", x + 1e-9, x, Proved(np.full(x.shape, 2e-9), ("fp_head_output",), ""))
     bad = cmp.stage("output", x + 1e-9, x, Proved(np.full(x.shape, 5e-10), ("fp_head_output",), ""))
@@ -247,3 +252,21 @@ def test_a_subject_off_the_cpu_is_refused_by_the_sweep():
     sub = Subject("plugin", "cuda", "float32", object(), frozenset({"head"}), "float32")
     with pytest.raises(ValueError, match=OFF_CPU.split(":")[0]):
         run_sweep(sub, quick=True)
+
+
+def test_cuda_cases_are_left_out_by_name_before_any_probe(monkeypatch):
+    """A machine with CUDA (simulated: no GPU needed): its cases are left out by name, not
+    probed (the reduced dtypes' CUDA arithmetic is not modelled: the probe would raise)."""
+    from pyverify.crosscheck import runners
+    from pyverify.crosscheck.runners import OFF_CPU
+
+    monkeypatch.setattr(runners, "parse_devices", lambda _d: ["cpu", "cuda"])
+    ran: list[str] = []
+    monkeypatch.setattr(runners, "run_case", lambda case: ran.append(case.case_id) or [])
+    res = cc.run_crosscheck(None, ["float32", "bfloat16", "float16"], quick=True)
+    assert res.devices == ["cpu", "cuda"]
+    assert {k: v for k, v in res.left_out.items() if k.startswith("cuda")} == {
+        "cuda float32": OFF_CPU, "cuda bfloat16": OFF_CPU, "cuda float16": OFF_CPU,
+    }  # fmt: skip
+    assert ran and ran == res.cases and all("-cpu-" in c for c in ran)
+    assert "left out: cuda bfloat16 (no proved bound off the CPU" in cc.format_crosscheck(res)

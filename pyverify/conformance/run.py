@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyverify.conformance.collector import PREFIX
@@ -34,7 +34,11 @@ __all__ = ["CheckRun", "parse_ids", "run_check"]
 
 @dataclass(frozen=True)
 class CheckRun:
-    """What one ``pyverify check`` measured (the verdict is derived from it)."""
+    """What one ``pyverify check`` measured (the verdict is derived from it).
+
+    ``sweep`` is None where the sweep did not run (``--ids``, or no ``head``); ``left_out``
+    names what it left out and why (a subject off the CPU, stages not compared).
+    """
 
     spec: str
     name: str
@@ -47,6 +51,7 @@ class CheckRun:
     seconds: float
     pytest_exit: int
     log_tail: str
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 def parse_ids(text: Sequence[str] | None) -> tuple[str, ...]:
@@ -163,15 +168,20 @@ def run_check(
         progress(f"check: {first.name}: {', '.join(map(str, subjects))}; "
                  f"capabilities {', '.join(sorted(first.capabilities))}")  # fmt: skip
     tests, code, tail = _pytest(subjects, spec, ids, quick, progress)
-    sweep = None
+    sweep: list[CrosscheckRow] | None = None
+    left_out: dict[str, str] = {}
     if ids == CHECK_IDS and "head" in first.capabilities:
-        on_cpu = [s for s in subjects if s.device == "cpu"]
+        sweep = []
+        for s in subjects:
+            if s.device != "cpu":  # no proved bound there: named, never run
+                left_out[str(s)] = OFF_CPU
+            else:
+                rows, skipped = run_sweep(s, quick=quick, progress=progress)
+                sweep += rows
+                left_out |= skipped
         if progress:
-            for s in subjects:
-                if s.device != "cpu":
-                    progress(f"check: sweep: {s} left out ({OFF_CPU})")
-        if on_cpu:
-            sweep = [r for s in on_cpu for r in run_sweep(s, quick=quick, progress=progress)]
+            for key, why in sorted(left_out.items()):
+                progress(f"check: sweep: {key} left out ({why})")
     return CheckRun(
         spec=spec,
         name=first.name,
@@ -184,4 +194,5 @@ def run_check(
         seconds=time.perf_counter() - t0,
         pytest_exit=code,
         log_tail=tail,
+        left_out=left_out,
     )

@@ -6,26 +6,33 @@ heads and float64 reference results (:func:`~pyverify.crosscheck.heads.random_re
 :func:`~pyverify.crosscheck.heads.trained_reference`: one reference forward per case),
 compared by the same :class:`~pyverify.crosscheck.compare.Comparer` and held to the same
 proved bounds as the kernels (:func:`~pyverify.crosscheck.bounds.pipeline_bounds`,
-:func:`~pyverify.crosscheck.bounds.head_bounds`), under the kernels' arithmetic at the
+:func:`~pyverify.crosscheck.bounds.output_bound`), under the kernels' arithmetic at the
 subject's dtype (:func:`pyverify.fp.models.arithmetic`: the premises every property test
 of a plugin assumes; SDPA pinned to the backend they model where the plugin calls torch's).
 The plugin runs one head per (batch, head) slice of a case:
 
-* ``random``: uncached (stages ``A_LM``, ``A_P``, ``G`` where the plugin returns the
-  deductive tensors, and ``output``), and G-cached with the reference's ``G`` (``output``). ``A``
-  has no bound a black box can be held to here (the property tests hold it to the
-  composed learner chain, :mod:`pyverify.testing.learner_bounds`);
+* ``random``: uncached (stages ``A_LM``, ``A_P``, ``G`` where the plugin returns all four
+  deductive tensors ``A``, ``A_LM``, ``A_P``, ``G``, each stage from its own returned
+  input; and ``output``, its bound taking the plugin's returned ``G`` with its distance to
+  the reference's as an input error), and G-cached with the reference's ``G``
+  (``output``). ``A`` has no bound a black box can be held to here (the property tests
+  hold it to the composed learner chain, :mod:`pyverify.testing.learner_bounds`);
 * ``trained``: the paper's trained ``G_LM`` of one layer, G-cached (``output``; large
   scores).
 
-A subject off the CPU has no proved bound (the bounds model torch's CPU kernels): it is
-left out of the sweep by name. Rows are :class:`~pyverify.crosscheck.CrosscheckRow`; their
-errors are machine-dependent (the verdict keeps only pass/fail).
+As in the cross-check, a row without a proved bound fails (no tolerance without a
+theorem): so does the uncached ``output`` of a plugin that returns no ``G``, whose own
+learner error then has no bound here. A plugin that returns some of the deductive tensors
+but not all has its deductive stages left out, named (:func:`run_sweep`'s second value);
+one that returns none has only its outputs compared. A subject off the CPU has no proved
+bound (the bounds model torch's CPU kernels): it is left out of the sweep by name
+(:func:`pyverify.conformance.run.run_check`). Rows are
+:class:`~pyverify.crosscheck.CrosscheckRow`; their errors are machine-dependent (the
+verdict keeps only pass/fail).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 
@@ -33,41 +40,36 @@ import numpy as np
 import torch
 
 from pyverify.conformance.subject import Subject
-from pyverify.crosscheck.bounds import head_bounds, pipeline_bounds
+from pyverify.crosscheck.bounds import PROVED_IDS, output_bound, pipeline_bounds
 from pyverify.crosscheck.cases import Case, list_cases
-from pyverify.crosscheck.compare import Comparer, as_numpy
+from pyverify.crosscheck.compare import Comparer, Proved, as_numpy
 from pyverify.crosscheck.results import CrosscheckRow
 from pyverify.crosscheck.runners import OFF_CPU, random_reference, run_case, trained_reference
+from pyverify.fp.attention import default_path, pinned, sdpa_backend
+from pyverify.fp.models import Arithmetic, arithmetic
 from pyverify.output import Progress
 from pyverify.precision import TORCH_DTYPES
 
-__all__ = ["run_sweep", "sweep_cases"]
+__all__ = ["NO_G", "run_sweep", "sweep_cases"]
 
 _DEDUCTIVE = ("A", "A_LM", "A_P", "G")
 
+#: Why the uncached output of a plugin that returns no ``G`` has no proved bound.
+NO_G = (
+    "the plugin returns no G, so the error of its own metric learner (the G its output "
+    "used) has no bound here: return G to have this output held to one"
+)
+
 
 def sweep_cases(sub: Subject, *, quick: bool) -> list[Case]:
-    """The cross-check's ``random`` and ``trained`` cases at ``sub``'s device and dtype."""
+    """The cross-check's ``random`` and ``trained`` cases at ``sub``'s dtype (on the CPU)."""
     cases = list_cases(["cpu"], [sub.dtype], quick)
-    kinds = ("random", "trained")
-    return [dataclasses.replace(c, device=sub.device) for c in cases if c.kind in kinds]
+    return [c for c in cases if c.kind in ("random", "trained")]
 
 
-def _on_cpu(case: Case) -> Case:
-    """The same inputs generated on the CPU (a case's seed does not depend on its device)."""
-    return dataclasses.replace(case, device="cpu")
-
-
-def _arith(sub: Subject):  # type: ignore[no-untyped-def]
+def _arith(sub: Subject) -> Arithmetic:
     """The arithmetic the bounds assume for ``sub`` (the kernels' at its dtype)."""
-    from pyverify.fp.models import arithmetic
-
-    return arithmetic(sub.name, sub.dtype, sub.compute or None, "cpu")
-
-
-def _path(sub: Subject) -> str:
-    """How ``sub``'s head forms the scores it feeds SDPA (the property tests' premise)."""
-    return "sdpa_split" if sub.dtype in ("bfloat16", "float16") else "sdpa"
+    return arithmetic(sub.name, sub.dtype, sub.compute or None, sub.device)
 
 
 def _heads(sub: Subject, q, k, v, params, G) -> list[list]:
@@ -88,12 +90,11 @@ def _stack(res: list[list], name: str) -> np.ndarray | None:
     return np.stack([np.stack(row) for row in vals])
 
 
-def _random(sub: Subject, case: Case) -> list[CrosscheckRow]:
-    from pyverify.fp.attention import pinned, sdpa_backend
-
-    (qt, kt, vt), heads, ref = random_reference(_on_cpu(case))
+def _random(sub: Subject, case: Case, left_out: dict[str, str]) -> list[CrosscheckRow]:
+    (qt, kt, vt), heads, ref = random_reference(case)
     q, k, v = (as_numpy(t) for t in (qt, kt, vt))
-    ar, path = _arith(sub), _path(sub)
+    ar = _arith(sub)
+    path = default_path(ar)
     with pinned(sdpa_backend(path, q.shape[-1], v.shape[-1])):
         res = _heads(sub, q, k, v, heads, None)
         cached = _heads(sub, q, k, v, heads, ref.ded.G)  # the reference's G: the same output
@@ -101,45 +102,60 @@ def _random(sub: Subject, case: Case) -> list[CrosscheckRow]:
     want = {n: getattr(ref.ded, n) for n in _DEDUCTIVE}
     unc = Comparer(case, f"{sub.name}.uncached", "reference.float64")
     rows = []
-    if all(got[n] is not None for n in _DEDUCTIVE):  # each stage from its own input
+    returned = [n for n in _DEDUCTIVE if got[n] is not None]
+    if len(returned) == len(_DEDUCTIVE):  # each stage from its own input
         proved = pipeline_bounds(ar, heads, got, want, exact_is_mp=False)
         rows += [unc.stage(n, got[n], want[n], proved[n]) for n in _DEDUCTIVE[1:]]
-    G_used = got["G"] if got["G"] is not None else ref.ded.G
-    _, out_bound = head_bounds(ar, q, k, v, G_used, ref.ded.G, "matmul", path)
+    elif returned:
+        missing = [n for n in _DEDUCTIVE if got[n] is None]
+        left_out[f"{sub} uncached {', '.join(_DEDUCTIVE[1:])}"] = (
+            f"not compared: the plugin returns {', '.join(returned)} but not "
+            f"{', '.join(missing)} (each stage is compared from its own returned input)"
+        )
+    if got["G"] is None:
+        out_bound = Proved(None, PROVED_IDS["output"], NO_G)
+    else:
+        out_bound = output_bound(ar, q, k, v, got["G"], ref.ded.G, path)
     rows.append(unc.stage("output", _stack(res, "out"), ref.out, out_bound))
     g_held = as_numpy(torch.as_tensor(ref.ded.G).to(TORCH_DTYPES[ar.compute]))
-    _, g_bound = head_bounds(ar, q, k, v, g_held, ref.ded.G, "sdpa", path)
+    g_bound = output_bound(ar, q, k, v, g_held, ref.ded.G, path)
     g_cmp = Comparer(case, f"{sub.name}.g_cached", "reference.float64")
     rows.append(g_cmp.stage("output", _stack(cached, "out"), ref.out, g_bound,
                             ("cache_equivalence",)))  # fmt: skip
     return rows
 
 
-def _trained(sub: Subject, case: Case) -> list[CrosscheckRow]:
-    from pyverify.fp.attention import pinned, sdpa_backend
-
-    (qt, kt, vt), g, ref = trained_reference(_on_cpu(case))
+def _trained(sub: Subject, case: Case, left_out: dict[str, str]) -> list[CrosscheckRow]:
+    (qt, kt, vt), g, ref = trained_reference(case)
     q, k, v = (as_numpy(t) for t in (qt, kt, vt))
-    ar, path = _arith(sub), _path(sub)
+    ar = _arith(sub)
+    path = default_path(ar)
     note = f"G_LM layer {case.layer}; max|E| {np.abs(ref.E).max():.3g}"
     with pinned(sdpa_backend(path, q.shape[-1], v.shape[-1])):
         out = _stack(_heads(sub, q, k, v, None, np.asarray(g, dtype=np.float64)), "out")
-    _, bound = head_bounds(ar, q, k, v, g, g, "sdpa", path)  # the file holds float32 numbers
+    bound = output_bound(ar, q, k, v, g, g, path)  # the file holds float32 numbers
     cmp = Comparer(case, f"{sub.name}.g_cached", "reference.float64", note)
     return [cmp.stage("output", out, ref.out, bound, ("cache_equivalence",))]
 
 
 def run_sweep(
     sub: Subject, *, quick: bool, progress: Progress | None = None
-) -> list[CrosscheckRow]:
-    """Every case of the sweep on ``sub`` (which offers ``head``; on the CPU: module docstring)."""
+) -> tuple[list[CrosscheckRow], dict[str, str]]:
+    """Every case of the sweep on ``sub`` (which offers ``head``; on the CPU: module docstring).
+
+    Returns the rows, and what was left out of the comparison (``"<subject> uncached
+    A_LM, A_P, G"`` -> why, where the plugin returns the deductive tensors in part;
+    deterministic).
+    """
     if sub.device != "cpu":
         raise ValueError(f"{sub}: {OFF_CPU}")
     cases = sweep_cases(sub, quick=quick)
     rows: list[CrosscheckRow] = []
+    left_out: dict[str, str] = {}
     start = time.perf_counter()
     for i, case in enumerate(cases, 1):
-        got = run_case(case, functools.partial(_random if case.kind == "random" else _trained, sub))
+        runner = _random if case.kind == "random" else _trained
+        got = run_case(case, functools.partial(runner, sub, left_out=left_out))
         rows += got
         if progress:
             left = (time.perf_counter() - start) / i * (len(cases) - i)
@@ -147,4 +163,4 @@ def run_sweep(
             verdict = f"FAILED ({', '.join(bad)})" if bad else "ok"
             progress(f"check: sweep [{i}/{len(cases)}, ETA {int(left) // 60}:{int(left) % 60:02d}]"
                      f" {case.case_id} {sub.name}: {verdict}")  # fmt: skip
-    return rows
+    return rows, left_out

@@ -12,8 +12,11 @@ Per theorem ID, over the tests of that ID that ran on the implementation:
 
 A result that broke the protocol (:class:`~pyverify.conformance.subject.ProtocolViolation`)
 fails the tests that met it; its distinct one-line messages are listed as well
-(``protocol_violations``). The check fails (exit 1) when any ID failed, the sweep failed,
-or the suite itself did not run cleanly. ``<name>.json`` is deterministic (no timings, no
+(``protocol_violations``). The sweep keeps each row's pass/fail (with why where the row
+had no proved bound) and what it left out, named (a subject off the CPU, deductive stages
+a plugin returns only in part: not failures; a sweep that left out every subject is
+``not run``). The check fails (exit 1) when any ID failed, the sweep failed, or the suite
+itself did not run cleanly. ``<name>.json`` is deterministic (no timings, no
 error figures); those are in ``<name>.measured.json``. :func:`write_junit` gives CI the
 same verdict as JUnit XML.
 """
@@ -33,7 +36,7 @@ from pyverify.theorems import SUMMARIES
 
 __all__ = ["format_table", "verdict", "write_junit", "write_reports"]
 
-SCHEMA = 2
+SCHEMA = 3
 
 
 def _id_verdict(tests: list[dict]) -> dict[str, Any]:
@@ -95,14 +98,17 @@ def verdict(run: CheckRun) -> dict[str, Any]:
         rows = [
             {"case": r.case, "path": r.path, "stage": r.stage, "passed": r.passed}
             | ({"error": r.note} if r.stage == "error" else {})  # a crash: its message
+            | ({"no_bound": r.proved_note} if r.tolerance_rule == "no proved bound" else {})
             for r in run.sweep
         ]
         ok = all(r["passed"] for r in rows)
-        sweep = {"verdict": "passed" if ok else "failed", "rows": rows}
+        # every subject left out (off the CPU): nothing compared, named, not a failure
+        status = "failed" if not ok else "passed" if rows else "not run"
+        sweep = {"verdict": status, "rows": rows, "left_out": dict(sorted(run.left_out.items()))}
     ok = (
         suite_ok
         and all(v["verdict"] != "failed" for v in theorems.values())
-        and (sweep is None or sweep["verdict"] == "passed")
+        and (sweep is None or sweep["verdict"] != "failed")
     )
     return {
         "schema": SCHEMA,
@@ -125,6 +131,12 @@ def verdict(run: CheckRun) -> dict[str, Any]:
     }
 
 
+def _failure(r: dict[str, Any]) -> str:
+    """A failed sweep row: its case, path and stage, and why where it had no bound."""
+    why = f" ({r['no_bound']})" if r.get("no_bound") else ""
+    return f"{r['case']} {r['path']} {r['stage']}{why}"
+
+
 def _detail(v: dict[str, Any]) -> str:
     c = v["counts"]
     if v["verdict"] == "failed":
@@ -144,11 +156,14 @@ def format_table(v: dict[str, Any]) -> str:
     rows = [(i, d["verdict"], _detail(d)) for i, d in v["theorems"].items()]
     if v["crosscheck"] is not None:
         cc = v["crosscheck"]
-        bad = [f"{r['case']} {r['path']} {r['stage']}" for r in cc["rows"] if not r["passed"]]
+        bad = [_failure(r) for r in cc["rows"] if not r["passed"]]
         rows.append(("(crosscheck vs float64 reference)", cc["verdict"],
                      f"{len(cc['rows']) - len(bad)}/{len(cc['rows'])} stages within tolerance"
                      + (f"; first failure: {bad[0]}" if bad else "")))  # fmt: skip
     out = [table(("theorem ID", "verdict", "detail"), rows)]
+    if v["crosscheck"] is not None and v["crosscheck"].get("left_out"):
+        out += ["", "left out of the crosscheck sweep:"]
+        out += [f"  {k}: {why}" for k, why in v["crosscheck"]["left_out"].items()]
     if v["protocol_violations"]:
         out += ["", "protocol violations (each fails the tests that met it):"]
         out += [f"  {x}" for x in v["protocol_violations"]]
@@ -185,6 +200,10 @@ def _markdown(v: dict[str, Any]) -> str:
         lines += ["", f"Cross-check sweep against the float64 reference: **{cc['verdict']}** "
                   f"({n_ok}/{len(cc['rows'])} stages within tolerance; errors in "
                   f"`{v['implementation']}.measured.json`)."]  # fmt: skip
+        bad = [_failure(r) for r in cc["rows"] if not r["passed"]]
+        lines += ["", *(f"* FAILED `{x}`" for x in bad)] if bad else []
+        left = cc.get("left_out") or {}
+        lines += ["", *(f"* left out: `{k}`: {why}" for k, why in left.items())] if left else []
     if v["protocol_violations"]:
         lines += ["", "Protocol violations (each fails the tests that met it):", ""]
         lines += [f"* `{x}`" for x in v["protocol_violations"]]
@@ -260,7 +279,7 @@ def write_junit(v: dict[str, Any], path: Path) -> None:
             case(i, "skipped", f"{d['verdict']}: {_detail(d)}")
     if v["crosscheck"] is not None:
         bad = [r for r in v["crosscheck"]["rows"] if not r["passed"]]
-        lines = [f"{r['case']} {r['path']} {r['stage']} {r.get('error', '')}".rstrip() for r in bad]
+        lines = [f"{_failure(r)} {r.get('error', '')}".rstrip() for r in bad]
         case(
             "crosscheck", "failure" if bad else None, f"{len(bad)} stages failed", "\n".join(lines)
         )

@@ -12,6 +12,7 @@ __all__ = [
     "PROVED_IDS",
     "U64",
     "head_bounds",
+    "output_bound",
     "per_slice",
     "pipeline_bounds",
     "stage_bound",
@@ -42,7 +43,9 @@ def per_slice(fn, *arrays):  # type: ignore[no-untyped-def]
 def stage_bound(stage: str, fn, ids: tuple[str, ...] | None = None) -> Proved:  # type: ignore[no-untyped-def]
     """The stage's proved bound from ``fn()``, or the premise that failed (no bound).
 
-    ``ids``: its theorems (default :data:`PROVED_IDS` of ``stage``).
+    ``ids``: its theorems (default :data:`PROVED_IDS` of ``stage``). The note of a missing
+    bound is its reason only (:meth:`~pyverify.crosscheck.compare.Comparer.stage` says
+    "no proved bound").
     """
     from pyverify.fp.underflow import BoundRefused
 
@@ -50,7 +53,7 @@ def stage_bound(stage: str, fn, ids: tuple[str, ...] | None = None) -> Proved:  
     try:
         return Proved(fn(), ids)
     except ValueError as exc:  # a theorem's premise does not hold for these inputs
-        return Proved(None, ids, f"no proved bound: {exc}")
+        return Proved(None, ids, str(exc))
     except BoundRefused as exc:  # the device's premises: refused by name
         return Proved(None, ids, f"refused: {exc}")
 
@@ -109,30 +112,49 @@ def pipeline_bounds(ar, heads, got: dict, ref: dict, exact_is_mp: bool) -> dict[
     }
 
 
-def head_bounds(ar, q, k, v, G_used, G_exact, path_scores, path_out, ref_scores=True):  # type: ignore[no-untyped-def]
+def head_bounds(ar, q, k, v, G_used, G_exact, path_scores, path_out):  # type: ignore[no-untyped-def]
     """(scores, output) bounds per slice: ``ar``'s plus the float64 reference's.
 
-    Both against exact arithmetic with ``G_exact`` on the same inputs (the reference's
-    scores only when ``ref_scores``).
+    Both against exact arithmetic with ``G_exact`` on the same inputs; the output's is
+    :func:`output_bound` (which alone spares the scores' bound).
     """
-    from pyverify.fp.attention import attention_bound
     from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
     from pyverify.fp.models import scores_bound
 
     def sc(b, h, qs, ks, g_used, g_ex):
         dG = np.abs(g_used - g_ex)
         own = scores_bound(ar, qs, ks, g_used, dG, path_scores)
-        return own + (scores_bound(REF, qs, ks, g_ex, None, "reference") if ref_scores else 0)
+        return own + scores_bound(REF, qs, ks, g_ex, None, "reference")
+
+    Gu, Ge = _per_head(q, G_used, G_exact)
+    return (
+        stage_bound("scores", lambda: per_slice(sc, q, k, Gu, Ge)),
+        output_bound(ar, q, k, v, G_used, G_exact, path_out),
+    )
+
+
+def output_bound(ar, q, k, v, G_used, G_exact, path) -> Proved:  # type: ignore[no-untyped-def]
+    """The output's bound per slice alone: ``ar``'s on ``path`` plus the float64 reference's.
+
+    Against exact arithmetic with ``G_exact`` on the same inputs; ``G_used`` is the
+    operator ``ar`` computed with (its distance to ``G_exact`` an input error).
+    """
+    from pyverify.fp.attention import attention_bound
+    from pyverify.fp.models import REFERENCE_ARITHMETIC as REF
 
     def out(b, h, qs, ks, vs, g_used, g_ex):
         dG = np.abs(g_used - g_ex)
-        own = attention_bound(ar, qs, ks, vs, g_used, dG, path=path_out)
+        own = attention_bound(ar, qs, ks, vs, g_used, dG, path=path)
         return own + attention_bound(REF, qs, ks, vs, g_ex)
 
+    Gu, Ge = _per_head(q, G_used, G_exact)
+    return stage_bound("output", lambda: per_slice(out, q, k, v, Gu, Ge))
+
+
+def _per_head(q, G_used, G_exact):  # type: ignore[no-untyped-def]
+    """``G_used``, ``G_exact`` broadcast to ``q``'s (B, H) slices."""
     B, H = q.shape[:2]
-    Gu = np.broadcast_to(G_used, (B, H, *G_used.shape[-2:]))
-    Ge = np.broadcast_to(G_exact, (B, H, *G_exact.shape[-2:]))
     return (
-        stage_bound("scores", lambda: per_slice(sc, q, k, Gu, Ge)),
-        stage_bound("output", lambda: per_slice(out, q, k, v, Gu, Ge)),
+        np.broadcast_to(G_used, (B, H, *G_used.shape[-2:])),
+        np.broadcast_to(G_exact, (B, H, *G_exact.shape[-2:])),
     )

@@ -8,12 +8,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F  # noqa: N812 (torch convention)
 
 from pyverify.crosscheck.cases import Case
 from pyverify.crosscheck.results import CrosscheckRow
 
-__all__ = ["Comparer", "Proved", "as_numpy", "proved_ratios", "sdpa_error", "slice_errors"]
+__all__ = ["Comparer", "Proved", "as_numpy", "proved_ratios", "slice_errors"]
 
 
 def as_numpy(x: Any) -> np.ndarray:
@@ -82,13 +81,6 @@ def proved_ratios(x: Any, y: Any, bound: Any) -> tuple[np.ndarray, np.ndarray, b
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(proved > 0, errs / proved, np.where(errs > 0, np.inf, 0.0))
     return proved, ratio, ok
-
-
-def sdpa_error(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, qg64: torch.Tensor) -> float:
-    """Torch SDPA's error at ``q``'s dtype: inputs ``(fl(Q'), K, V)`` vs float64 on exact ``Q'``."""
-    low = F.scaled_dot_product_attention(qg64.to(q.dtype), k, v, is_causal=True)
-    ref = F.scaled_dot_product_attention(qg64, k.double(), v.double(), is_causal=True)
-    return float(slice_errors(low, ref).max())
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ class CrosscheckRow:
     max_rel, median_rel : float
         Max and median over (batch, head) slices of ``max|x - y| / max|y|``.
     tolerance : float
-        The bound ``max_rel`` is held to.
+        The bound ``max_rel`` is held to: the proved bound in the error measure, the
+        largest over the slices (computed from this machine's operands); 0 where the
+        stage has no proved bound or the case crashed (the row then fails).
     passed : bool
         ``max_rel <= tolerance`` (and the extra condition, if any).
     theorems : tuple of str
@@ -43,8 +45,10 @@ class CrosscheckRow:
     note : str
         Extra facts (positivity minimum, error message).
     tolerance_rule : str or None
-        How ``tolerance`` was measured (it scales with torch SDPA's own error on
-        this machine); None when it is a constant.
+        Where ``tolerance`` comes from: ``"proved: IDs"`` (the stage's proved bound,
+        :class:`~pyverify.crosscheck.compare.Comparer`), ``"no proved bound"`` (its
+        premises failed: tolerance 0, ``proved_note`` says why), None for an ``error``
+        row (a crash: tolerance 0).
     proved : float or None
         The proved bound in the same measure (``max(bound) / max|y|``) of the slice with
         the largest ``error / proved``; None where the stage has no proved bound.
@@ -102,8 +106,10 @@ class CrosscheckResult:
     shard : tuple of int
         ``(k, n)``.
     left_out : dict of str
-        ``"device dtype"`` -> why its cases were not run (torch refuses the dtype on this
-        CPU under the forced capability: :mod:`pyverify.dispatch`); empty when all ran.
+        ``"device dtype"`` -> why its cases were not run (a device off the CPU, whose
+        kernels the bounds do not model; torch refuses the dtype on this CPU under the
+        forced capability, :mod:`pyverify.dispatch`; the CPU flushes subnormal numbers,
+        :mod:`pyverify.fp.underflow`); empty when all ran.
     seconds : float
         Wall time (not deterministic: keep out of reproducible outputs).
     """
@@ -150,11 +156,11 @@ def summarize(result: CrosscheckResult) -> list[dict[str, Any]]:
         ``{dtype, path, stage, cases, max_rel, median_rel, tolerance, worst_ratio,
         passed, tolerance_rule, proved, proved_ratio, proved_theorems}`` where
         ``max_rel`` is the largest over the cases,
-        ``tolerance`` that case's tolerance (tolerances differ between cases at low
-        precision: they scale with torch SDPA's own error), ``median_rel`` the median
+        ``tolerance`` that case's tolerance (its proved bound: it differs between cases,
+        evaluated on each case's operands), ``median_rel`` the median
         of the cases' medians, ``worst_ratio`` the largest error/tolerance over the
         cases, ``passed`` whether all passed and ``tolerance_rule`` the cases' rules
-        of measured tolerances (``; ``-joined, None when all are constants),
+        (:attr:`CrosscheckRow.tolerance_rule`, ``; ``-joined; None when all are None),
         ``proved_ratio`` the largest ``error / proved`` over the cases with ``proved`` its
         bound (None where no case has one), ``proved_cases`` how many cases have one and
         ``proved_theorems`` their IDs; the tightness ``proved / measured`` of each bounded

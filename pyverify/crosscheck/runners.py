@@ -125,18 +125,19 @@ def run_crosscheck(
     for key, why in left_out.items():
         say(f"crosscheck: {key} left out ({why})")
     cases = [c for c in cases if not (c.device == "cpu" and c.dtype in refused)]
-    # A device that flushes subnormal numbers at a dtype (pyverify.fp.underflow) has no
+    # Every row is held to a proved bound, and the bounds' premises are torch's CPU kernels
+    # (the fused CPU SDPA, ATen's LayerNorm): another device's cases are refused by name,
+    # before any probe (the arithmetic of a reduced dtype off the CPU is not modelled).
+    for key in sorted({f"{c.device} {c.dtype}" for c in cases if c.device != "cpu"}):
+        left_out[key] = OFF_CPU
+        say(f"crosscheck: {key} left out ({OFF_CPU})")
+    cases = [c for c in cases if c.device == "cpu"]
+    # A CPU that flushes subnormal numbers at a dtype (pyverify.fp.underflow) has no
     # proved bound there: its cases are left out with the probe's one line, never run
     # against bounds that assume gradual underflow.
     flushing = _flushing({(c.device, c.dtype) for c in cases}, say)
     left_out |= flushing
     cases = [c for c in cases if f"{c.device} {c.dtype}" not in flushing]
-    # Every row is held to a proved bound, and the bounds' premises are torch's CPU kernels
-    # (the fused CPU SDPA, ATen's LayerNorm): another device's cases are refused by name.
-    for key in sorted({f"{c.device} {c.dtype}" for c in cases if c.device != "cpu"}):
-        left_out[key] = OFF_CPU
-        say(f"crosscheck: {key} left out ({OFF_CPU})")
-    cases = [c for c in cases if c.device == "cpu"]
     result = CrosscheckResult(devices=devs, dtypes=dts, quick=quick, shard=tuple(shard))  # type: ignore[arg-type]
     result.left_out = left_out
     start = time.perf_counter()

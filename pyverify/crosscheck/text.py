@@ -54,7 +54,11 @@ def format_crosscheck(result: CrosscheckResult) -> str:
         format_summary(result),
         "",
     ]
-    parts += [f"FAILED {r.case} {r.path} {r.stage}: {r.note}" for r in result.failures if r.note]
+    parts += [
+        f"FAILED {r.case} {r.path} {r.stage}: {'; '.join(why)}"
+        for r in result.failures
+        if (why := [x for x in (r.note, r.proved_note) if x])
+    ]  # its note, and where it had no proved bound, why
     parts += [
         f"FAILED {r.case} {r.path} {r.stage}: error {r.max_rel:.3g} exceeds the proved bound "
         f"{r.proved:.3g} ({', '.join(r.proved_theorems)})"

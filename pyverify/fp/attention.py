@@ -61,6 +61,7 @@ from pyverify.fp.underflow import NotModelled
 __all__ = [
     "KV_BLOCK",
     "attention_bound",
+    "default_path",
     "exp_key",
     "head_output_bound",
     "pinned",
@@ -70,6 +71,17 @@ __all__ = [
 
 #: The longest key row of one flash-attention block (torch's ``kvSplitSize``).
 KV_BLOCK = 512
+
+
+def default_path(ar: Arithmetic) -> str:
+    """How an implementation of ``ar`` forms the scores its head feeds SDPA.
+
+    The reference: ``reference``; the kernels' head: ``sdpa_split`` below float32 (the
+    compensated ``[hi, lo]``), else ``sdpa``.
+    """
+    if ar.impl == "reference":
+        return "reference"
+    return "sdpa_split" if ar.reduced else "sdpa"
 
 
 def sdpa_backend(path: str, dq: int, dv: int) -> str:
@@ -252,8 +264,7 @@ def attention_bound(
     ar.require_gradual()
     _refuse_device(ar)
     q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    if path is None:
-        path = "reference" if ar.impl == "reference" else ("sdpa_split" if ar.reduced else "sdpa")
+    path = path or default_path(ar)
     dk = q.shape[-1]
     backend = backend or sdpa_backend(path, dk, v.shape[-1])
     if backend == "flash" and k.shape[0] > KV_BLOCK:

@@ -124,11 +124,11 @@ def split_crosscheck(cc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     """The cross-check's verdicts and its measured errors, rows and summary named alike.
 
     A row keeps its case, path, stage, dtype, shape, theorems, ``passed``, its
-    ``tolerance`` when that is a constant (None when measured) and its
-    ``tolerance_rule``; the errors, the measured tolerance, the proved bound and
-    ``error / proved`` (both computed from this machine's inputs and errors) and the
-    note (which quotes measured figures) go to the measurements, with the row's
-    identifying fields.
+    ``tolerance_rule`` and its ``tolerance`` where that is not a proved bound (0: no
+    proved bound, or a crash; None where it is one); the errors, the tolerance that is a
+    proved bound, the proved bound and ``error / proved`` (all computed from this
+    machine's inputs and errors) and the note (which quotes measured figures) go to the
+    measurements, with the row's identifying fields.
 
     Parameters
     ----------
@@ -150,10 +150,14 @@ def split_crosscheck(cc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 def _split_entries(
     entries: list[dict[str, Any]], ids: tuple[str, ...], measured: tuple[str, ...]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Entries without their measured fields (a constant tolerance kept); those fields + ids."""
+    """Entries without their measured fields (a tolerance not proved kept); those fields + ids.
+
+    A tolerance is a proved bound, evaluated here, where its rule (a summary's: any of its
+    cases' rules) is ``proved: IDs``; else it is the constant 0 of a row without one.
+    """
     kept, moved = [], []
     for e in entries:
-        constant_tol = e.get("tolerance_rule") is None
+        constant_tol = "proved:" not in (e.get("tolerance_rule") or "")
         kept.append(
             {k: v for k, v in e.items() if k not in measured}
             | {"tolerance": e.get("tolerance") if constant_tol else None}

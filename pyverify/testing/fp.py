@@ -16,6 +16,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
+from pyverify.fp.attention import default_path
 from pyverify.fp.formulas import EVAL_SLACK
 from pyverify.fp.models import Arithmetic, arithmetic
 from pyverify.precision import UNIT_ROUNDOFF, gamma
@@ -67,11 +68,9 @@ def attention_path(impl: Any, collapsed: bool = False) -> str:
     below float32, else ``sdpa``.
     """
     ar = arith(impl)
-    if ar.impl == "reference":
-        return "reference"
-    if ar.reduced:
-        return "sdpa_rounded" if collapsed else "sdpa_split"
-    return "sdpa"
+    if collapsed and ar.reduced and ar.impl != "reference":
+        return "sdpa_rounded"
+    return default_path(ar)
 
 
 def pinned_sdpa(impl: Any, path: str, dq: int, dv: int) -> Any:

@@ -13,6 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import TOL
 
 import pyverify.kernels as kern
 from pyverify.kernels.model import from_reference as decoder_from_reference
@@ -126,8 +127,9 @@ def test_real_overflow_is_still_reported_as_overflow():
 
 def _unreached_equal(out: torch.Tensor, clean: torch.Tensor, reached: torch.Tensor) -> None:
     """Entries a bad value cannot reach equal the clean call's (float64, same shapes and
-    dispatch: only summation order could differ, so 1e-12 (the kernel tests' float64 TOL) is ample)."""
-    torch.testing.assert_close(out[~reached], clean[~reached], rtol=1e-12, atol=1e-12)
+    dispatch: only summation order could differ, so the kernel tests' float64 TOL is ample)."""
+    tol = TOL[torch.float64]
+    torch.testing.assert_close(out[~reached], clean[~reached], rtol=tol, atol=tol)
 
 
 def test_check_finite_false_skips_the_input_check():
@@ -182,5 +184,5 @@ def test_finite_inputs_whose_scores_overflow_raise(dtype, size):
     assert torch.equal(with_bound.double(), out)
     mean = v.double().cumsum(-2) / torch.arange(1, S + 1, dtype=torch.float64)[:, None]
     # bfloat16 output: one rounding of the result plus float32 accumulation, u = 2^-8
-    tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2**-7}[dtype]
+    tol = {**TOL, torch.bfloat16: 2**-7}[dtype]  # float64/float32: the kernel tests' TOL
     torch.testing.assert_close(out, mean, rtol=tol, atol=tol * float(v.abs().max()))

@@ -154,22 +154,35 @@ def test_split_keeps_declared_floats_and_moves_the_rest():
     ]
 
 
-def test_crosscheck_split_keeps_constant_tolerances_and_rules():
+def test_crosscheck_split_moves_proved_tolerances_and_keeps_rules():
+    """A proved bound is evaluated on this machine's operands (measured); the tolerance 0
+    of a row without one (or of a crash) is a constant and stays."""
     row = {
         "case": "c", "kind": "random", "path": "kernels.uncached", "against": "reference.float64",
         "shape": [1, 1, 2, 2], "device": "cpu", "dtype": "bfloat16", "stage": "output",
         "max_rel": 1e-3, "median_rel": 5e-4, "tolerance": 4e-3, "passed": True, "theorems": [],
-        "note": "min entry 0.1", "tolerance_rule": "2 x SDPA's error on Q + 1e-06",
+        "note": "min entry 0.1", "tolerance_rule": "proved: fp_head_output",
+        "proved": 4e-3, "proved_ratio": 0.25,
     }  # fmt: skip
-    const = row | {"dtype": "float64", "tolerance": 1e-12, "tolerance_rule": None}
-    kept, measured = split_crosscheck({"ok": True, "rows": [row, const], "summary": []})
-    assert kept["rows"][0]["tolerance"] is None and kept["rows"][1]["tolerance"] == 1e-12
-    assert kept["rows"][0]["tolerance_rule"] == row["tolerance_rule"] and kept["ok"]
+    unbounded = row | {
+        "dtype": "float64", "tolerance": 0.0, "passed": False,
+        "tolerance_rule": "no proved bound", "proved": None, "proved_ratio": None,
+    }  # fmt: skip
+    crash = unbounded | {"stage": "error", "tolerance_rule": None}
+    summary = {
+        "dtype": "bfloat16", "path": "kernels.uncached", "stage": "output",
+        "tolerance": 4e-3, "tolerance_rule": "no proved bound; proved: fp_head_output",
+    }  # fmt: skip
+    cc = {"ok": False, "rows": [row, unbounded, crash], "summary": [summary]}
+    kept, measured = split_crosscheck(cc)
+    assert [r["tolerance"] for r in kept["rows"]] == [None, 0.0, 0.0]
+    assert kept["summary"][0]["tolerance"] is None  # any proved case: measured
+    assert kept["rows"][0]["tolerance_rule"] == row["tolerance_rule"] and not kept["ok"]
     assert measured_floats(kept) == []
     for k in ("max_rel", "median_rel", "note"):
         assert k not in kept["rows"][0] and measured["rows"][0][k] == row[k]
     assert measured["rows"][0]["tolerance"] == 4e-3 and measured["rows"][0]["case"] == "c"
-    assert merge_measured(kept, measured)["rows"] == [row, const]
+    assert merge_measured(kept, measured) == cc
 
 
 def test_report_files_split_verdicts_from_measurements(tmp_path, fake):
