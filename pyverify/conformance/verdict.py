@@ -158,7 +158,8 @@ def format_table(v: dict[str, Any]) -> str:
         cc = v["crosscheck"]
         bad = [_failure(r) for r in cc["rows"] if not r["passed"]]
         rows.append(("(crosscheck vs float64 reference)", cc["verdict"],
-                     f"{len(cc['rows']) - len(bad)}/{len(cc['rows'])} stages within tolerance"
+                     f"{len(cc['rows']) - len(bad)}/{len(cc['rows'])} stages within their "
+                     "proved bounds"
                      + (f"; first failure: {bad[0]}" if bad else "")))  # fmt: skip
     out = [table(("theorem ID", "verdict", "detail"), rows)]
     if v["crosscheck"] is not None and v["crosscheck"].get("left_out"):
@@ -198,7 +199,7 @@ def _markdown(v: dict[str, Any]) -> str:
         cc = v["crosscheck"]
         n_ok = sum(r["passed"] for r in cc["rows"])
         lines += ["", f"Cross-check sweep against the float64 reference: **{cc['verdict']}** "
-                  f"({n_ok}/{len(cc['rows'])} stages within tolerance; errors in "
+                  f"({n_ok}/{len(cc['rows'])} stages within their proved bounds; errors in "
                   f"`{v['implementation']}.measured.json`)."]  # fmt: skip
         bad = [_failure(r) for r in cc["rows"] if not r["passed"]]
         lines += ["", *(f"* FAILED `{x}`" for x in bad)] if bad else []

@@ -261,7 +261,10 @@ def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str, dq=None, dk_=None) -
     h2 = (1 + _gm(dk - 1, u)) * dk * eta
     u_tau, u_s, eta_s = _scale(ar, path)
     uio, etaio = ar.u_io, ar.eta_io
-    if path in ("reference", "sdpa") or (path == "matmul" and not ar.reduced):
+    whole = path in ("reference", "sdpa") or (path == "matmul" and not ar.reduced)
+    if dq is not None and not whole:
+        raise ValueError(f"no perturbed scores bound for path {path!r} at {ar.dtype}")
+    if whole:
         e1, h1, e2 = g, h, g
         if dq is not None:  # computed inputs: h1 per entry of X
             h1 = h + (1 + g) * (np.asarray(dq, np.float64) @ Ga)
