@@ -262,7 +262,7 @@ def _scores_theorem(ar: Arithmetic, q, k, G, dG, path: str, dq=None, dk_=None) -
     u_tau, u_s, eta_s = _scale(ar, path)
     uio, etaio = ar.u_io, ar.eta_io
     whole = path in ("reference", "sdpa") or (path == "matmul" and not ar.reduced)
-    if dq is not None and not whole:
+    if dq is not None and (not whole or ar.reduced):
         raise ValueError(f"no perturbed scores bound for path {path!r} at {ar.dtype}")
     if whole:
         e1, h1, e2 = g, h, g
@@ -290,13 +290,11 @@ def scores_bound_perturbed(ar: Arithmetic, q, k, G, dq, dk_, path: str) -> np.nd
     """``[fp_head_scores]`` The computed scores from computed queries and keys.
 
     ``q``, ``k``: the exact queries and keys (float64); the implementation's are within
-    ``dq``, ``dk_`` of them; ``G`` as held (exact). Paths ``reference`` and ``sdpa`` at a
-    format that is not reduced: :func:`_scores_theorem` with the inputs' errors in the
-    statement's ``h1`` and ``h2``.
+    ``dq``, ``dk_`` of them; ``G`` as held (exact). :func:`_scores_theorem` with the inputs'
+    errors in the statement's ``h1`` and ``h2``: paths ``reference``, ``sdpa`` and
+    ``matmul`` at a format that is not reduced (elsewhere it raises ``ValueError``).
     """
     ar.require_gradual()
-    if path not in ("reference", "sdpa") or ar.reduced:
-        raise ValueError(f"no perturbed scores bound for path {path!r} at {ar.dtype}")
     q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
     return _scores_theorem(ar, q, k, np.asarray(G, np.float64), None, path, dq, dk_)
 
